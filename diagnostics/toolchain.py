@@ -1,0 +1,184 @@
+"""Finding the CUDA tools ptxls runs: ptxas and nvcc.
+
+Search order (the same for both): an explicit path (setting or --ptxas flag) → the environment
+variable (PTXLS_PTXAS / PTXLS_NVCC) → PATH → the binary inside the ``nvidia-cuda-nvcc`` wheel, so
+a plain ``pip install ptxls`` is enough for diagnostics with no CUDA toolkit on the machine.
+
+Which binary ran, and its version, matters to the user (a CUDA 13.0 ptxas refuses the ``.version
+9.5`` PTX the 13.5 wheel writes), so every tool carries where it came from and its version, and
+callers can ask for the first candidate that accepts a given PTX ISA version.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class ToolNotFound(Exception):
+    """Raised when no usable binary exists; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str  # "ptxas" or "nvcc"
+    path: str
+    origin: str  # "setting", "PTXLS_PTXAS", "PATH", "nvidia-cuda-nvcc wheel"
+    version: str  # "13.5" ("" when it could not be read)
+    max_ptx_isa: tuple[int, int] | None = None  # highest .version it accepts (ptxas only)
+
+    def describe(self) -> str:
+        isa = f", PTX ISA ≤ {self.max_ptx_isa[0]}.{self.max_ptx_isa[1]}" if self.max_ptx_isa else ""
+        return f"{self.name} {self.version or '?'} ({self.origin}: {self.path}{isa})"
+
+
+def wheel_bin_dirs() -> list[Path]:
+    """bin/ folders of the nvidia-cuda-nvcc wheel in this interpreter's site-packages."""
+    dirs: list[Path] = []
+    roots = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    roots.update(p for p in sys.path if p.endswith("site-packages"))
+    for root in sorted(roots):
+        base = Path(root) / "nvidia"
+        for sub in ("cu13", "cuda_nvcc", "cu12"):
+            candidate = base / sub / "bin"
+            if candidate.is_dir():
+                dirs.append(candidate)
+    return dirs
+
+
+def _candidates(name: str, explicit: str | None) -> list[tuple[str, str]]:
+    """(path, origin) pairs in search order, existing executables only, no duplicates."""
+    env_var = f"PTXLS_{name.upper()}"
+    found: list[tuple[str, str]] = []
+    if explicit:
+        found.append((explicit, "setting"))
+    if os.environ.get(env_var):
+        found.append((os.environ[env_var], env_var))
+    on_path = shutil.which(name)
+    if on_path:
+        found.append((on_path, "PATH"))
+    for d in wheel_bin_dirs():
+        found.append((str(d / name), "nvidia-cuda-nvcc wheel"))
+    seen: set[str] = set()
+    result = []
+    for path, origin in found:
+        real = os.path.realpath(path)
+        if real in seen:
+            continue
+        seen.add(real)
+        result.append((path, origin))
+    return result
+
+
+@functools.lru_cache(maxsize=32)
+def _version_of(path: str) -> str:
+    try:
+        out = subprocess.run(
+            [path, "--version"], capture_output=True, text=True, timeout=20
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    m = re.search(r"release (\d+\.\d+)", out)
+    return m.group(1) if m else ""
+
+
+_PROBE = ".version 99.9\n.target sm_90\n.address_size 64\n"
+
+
+@functools.lru_cache(maxsize=32)
+def _max_isa_of(path: str) -> tuple[int, int] | None:
+    """Ask ptxas itself which PTX ISA it supports: it answers a too-new .version with
+    "Unsupported .version 99.9; current version is '9.0'". Exact, and no table to keep up."""
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = Path(tmp) / "probe.ptx"
+        probe.write_text(_PROBE)
+        try:
+            err = subprocess.run(
+                [path, "-arch=sm_90", str(probe), "-o", os.devnull],
+                capture_output=True,
+                text=True,
+                timeout=20,
+            ).stderr
+        except (OSError, subprocess.SubprocessError):
+            return None
+    m = re.search(r"current version is '(\d+)\.(\d+)'", err)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def _usable(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def _make(name: str, path: str, origin: str) -> Tool:
+    return Tool(
+        name=name,
+        path=path,
+        origin=origin,
+        version=_version_of(path),
+        max_ptx_isa=_max_isa_of(path) if name == "ptxas" else None,
+    )
+
+
+def _not_found_message(name: str, explicit: str | None) -> str:
+    hint = (
+        f"{name} not found. Install the wheel that ships it (pip install nvidia-cuda-nvcc), "
+        f"put a CUDA toolkit's bin/ on PATH, or set PTXLS_{name.upper()} / the ptxls.{name}Path "
+        "setting to the binary."
+    )
+    if explicit and not _usable(explicit):
+        hint = f"the configured {name} '{explicit}' does not exist or is not executable. " + hint
+    return hint
+
+
+def all_tools(name: str, explicit: str | None = None) -> list[Tool]:
+    return [_make(name, p, o) for p, o in _candidates(name, explicit) if _usable(p)]
+
+
+def find_tool(
+    name: str, explicit: str | None = None, *, needs_isa: tuple[int, int] | None = None
+) -> Tool:
+    """The first usable candidate; with ``needs_isa``, the first that accepts that PTX ISA
+    version (falling back to the first candidate when none does, so ptxas itself reports it).
+
+    An explicit path that is unusable is an error, not something to silently skip: the user
+    asked for that binary.
+    """
+    if explicit and not _usable(explicit):
+        raise ToolNotFound(_not_found_message(name, explicit))
+    candidates = [(p, o) for p, o in _candidates(name, explicit) if _usable(p)]
+    if not candidates:
+        raise ToolNotFound(_not_found_message(name, explicit))
+    if explicit or needs_isa is None:
+        return _make(name, *candidates[0])
+    tools = [_make(name, p, o) for p, o in candidates]
+    for tool in tools:
+        if tool.max_ptx_isa is None or tool.max_ptx_isa >= needs_isa:
+            return tool
+    return tools[0]
+
+
+def find_ptxas(explicit: str | None = None, *, needs_isa: tuple[int, int] | None = None) -> Tool:
+    return find_tool("ptxas", explicit, needs_isa=needs_isa)
+
+
+def find_nvcc(explicit: str | None = None) -> Tool:
+    return find_tool("nvcc", explicit)
+
+
+def cuda_include_dirs() -> list[str]:
+    """Header folders nvcc/NVRTC need beyond their own (cuda_fp16.h wants <nv/target> from
+    the nvidia-cuda-cccl wheel)."""
+    dirs = []
+    for d in wheel_bin_dirs():
+        for inc in (d.parent / "include", d.parent / "include" / "cccl"):
+            if inc.is_dir():
+                dirs.append(str(inc))
+    return dirs
