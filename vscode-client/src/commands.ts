@@ -1,0 +1,141 @@
+// The client's own commands. The ones that act on a kernel find the kernel under the
+// cursor and forward to the server's commands through workspace/executeCommand:
+//   ptxls.runGpuTest (uri, kernel), ptxls.lowerToPtx (uri, kernel, backend), ptxls.showPtx (uri, kernel).
+// They have different ids from the server's own, which vscode-languageclient registers
+// under the server's names.
+import * as vscode from "vscode";
+import { ExecuteCommandRequest } from "vscode-languageclient/node";
+import { clearApiKey, promptAndStoreApiKey } from "./apiKey";
+import { findKernels, kernelAt } from "./kernels";
+import type { ServerManager } from "./server";
+
+export function registerCommands(context: vscode.ExtensionContext, servers: ServerManager): void {
+  const register = (id: string, run: () => Promise<unknown>) =>
+    context.subscriptions.push(vscode.commands.registerCommand(id, run));
+
+  register("ptxls.restartServer", () => servers.restart());
+  register("ptxls.showOutput", async () => servers.output.show(true));
+  register("ptxls.setApiKey", async () => {
+    // Storing the key fires the secret-change listener, which restarts the server.
+    if (await promptAndStoreApiKey(context)) {
+      void vscode.window.showInformationMessage("ptxls: API key stored; the server restarts to pick it up.");
+    }
+  });
+  register("ptxls.clearApiKey", async () => {
+    await clearApiKey(context);
+    void vscode.window.showInformationMessage("ptxls: API key removed.");
+  });
+
+  register("ptxls.runGpuTestHere", async () => {
+    const target = await kernelUnderCursor();
+    if (target) {
+      const result = await forward(servers, "ptxls.runGpuTest", [target.uri, target.kernel], `Testing ${target.kernel} on the GPU`);
+      showSummary(result, `GPU test of ${target.kernel} finished; hover the kernel for the result.`);
+    }
+  });
+
+  register("ptxls.lowerToPtxHere", async () => {
+    const target = await kernelUnderCursor();
+    if (!target) {
+      return;
+    }
+    const picked = await vscode.window.showQuickPick(
+      [
+        { label: "LLM", description: "generate → ptxas → GPU test → repair", backend: "llm" },
+        { label: "nvcc", description: "reference lowering with nvcc -ptx", backend: "nvcc" },
+      ],
+      { title: `Lower ${target.kernel} to PTX with…` },
+    );
+    if (picked) {
+      const result = await forward(servers, "ptxls.lowerToPtx", [target.uri, target.kernel, picked.backend], `Lowering ${target.kernel} to PTX (${picked.label})`);
+      await openIfDocument(result);
+    }
+  });
+
+  register("ptxls.showPtxHere", async () => {
+    const target = await kernelUnderCursor();
+    if (target) {
+      const result = await forward(servers, "ptxls.showPtx", [target.uri, target.kernel], `PTX for ${target.kernel}`);
+      await openIfDocument(result);
+    }
+  });
+}
+
+interface KernelTarget {
+  uri: string;
+  kernel: string;
+}
+
+async function kernelUnderCursor(): Promise<KernelTarget | undefined> {
+  const editor = vscode.window.activeTextEditor;
+  if (!editor) {
+    void vscode.window.showWarningMessage("ptxls: open a .ptx, .cu or Triton file and put the cursor in a kernel.");
+    return undefined;
+  }
+  const document = editor.document;
+  const kernels = findKernels(document.getText(), document.languageId);
+  if (kernels.length === 0) {
+    void vscode.window.showWarningMessage(`ptxls: no kernel (.entry, __global__ or @triton.jit) found in ${vscode.workspace.asRelativePath(document.uri)}.`);
+    return undefined;
+  }
+  let kernel = kernelAt(kernels, editor.selection.active.line)?.name;
+  if (kernel === undefined) {
+    kernel = await vscode.window.showQuickPick(
+      kernels.map((k) => k.name),
+      { title: "ptxls: which kernel?" },
+    );
+  }
+  return kernel === undefined ? undefined : { uri: document.uri.toString(), kernel };
+}
+
+async function forward(servers: ServerManager, command: string, args: unknown[], title: string): Promise<unknown> {
+  const client = servers.running;
+  if (!client) {
+    const showOutput = "Show output";
+    const choice = await vscode.window.showErrorMessage("ptxls: the language server is not running.", showOutput);
+    if (choice === showOutput) {
+      servers.output.show(true);
+    }
+    return undefined;
+  }
+  // The server reports its own progress ($/progress) for long commands; this notification
+  // only covers the wait for the reply.
+  return vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Window, title: `ptxls: ${title}…` },
+    async () => {
+      try {
+        return await client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args });
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
+        void vscode.window.showErrorMessage(`ptxls: ${title} failed: ${message}`);
+        return undefined;
+      }
+    },
+  );
+}
+
+// Commands may answer with PTX text, `{ptx}`, or `{uri}` of a file they wrote;
+// the server may equally have opened the result itself (window/showDocument) and return nothing.
+async function openIfDocument(result: unknown): Promise<void> {
+  if (typeof result === "string" && result.trim() !== "") {
+    const document = await vscode.workspace.openTextDocument({ language: "ptx", content: result });
+    await vscode.window.showTextDocument(document, { preview: false, viewColumn: vscode.ViewColumn.Beside });
+  } else if (isRecord(result) && typeof result.ptx === "string") {
+    await openIfDocument(result.ptx);
+  } else if (isRecord(result) && typeof result.uri === "string") {
+    const document = await vscode.workspace.openTextDocument(vscode.Uri.parse(result.uri));
+    await vscode.window.showTextDocument(document, { preview: false, viewColumn: vscode.ViewColumn.Beside });
+  }
+}
+
+function showSummary(result: unknown, fallback: string): void {
+  if (result === undefined) {
+    return;
+  }
+  const summary = isRecord(result) && typeof result.summary === "string" ? result.summary : typeof result === "string" ? result : fallback;
+  void vscode.window.showInformationMessage(`ptxls: ${summary}`);
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null;
+}

@@ -1,0 +1,38 @@
+// Entry point: wires the output channel, status bar, commands and the server manager.
+import * as vscode from "vscode";
+import { onApiKeyChange } from "./apiKey";
+import { registerCommands } from "./commands";
+import { ServerManager } from "./server";
+import { needsRestart } from "./settings";
+import { StatusBar } from "./statusBar";
+
+let servers: ServerManager | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const output = vscode.window.createOutputChannel("ptxls");
+  const statusBar = new StatusBar();
+  servers = new ServerManager(context, output, statusBar);
+  context.subscriptions.push(output, statusBar, servers);
+
+  registerCommands(context, servers);
+
+  context.subscriptions.push(
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (needsRestart(event)) {
+        output.appendLine("ptxls.server settings changed; restarting the server.");
+        void servers?.restart();
+      }
+    }),
+    // The key is only read at start (it travels in the environment), so a new key needs a new process.
+    onApiKeyChange(context, () => {
+      output.appendLine("The LLM API key changed; restarting the server.");
+      void servers?.restart();
+    }),
+  );
+
+  await servers.start();
+}
+
+export async function deactivate(): Promise<void> {
+  await servers?.stop();
+}

@@ -1,0 +1,65 @@
+// Before handing the command to vscode-languageclient, check that the interpreter
+// exists and can import ptxls. The language client's own failure for these cases is
+// "Server process exited with code 1" five times in a row, which tells a person
+// nothing about what to fix.
+import { spawn } from "node:child_process";
+import type { ServerCommand } from "./settings";
+
+export type Preflight = { ok: true } | { ok: false; problem: string; detail: string };
+
+const TIMEOUT_MS = 20_000;
+
+export function checkServerCommand(server: ServerCommand, env: NodeJS.ProcessEnv): Promise<Preflight> {
+  // Only the `<python> -m ptxls serve` form can be checked without starting the server.
+  const isPythonModule = server.args[0] === "-m" && server.args[1] === "ptxls";
+  const args = isPythonModule ? ["-c", "import ptxls.server.cli"] : null;
+  if (args === null) {
+    return Promise.resolve({ ok: true });
+  }
+  return new Promise((resolve) => {
+    let stderr = "";
+    let settled = false;
+    const finish = (result: Preflight) => {
+      if (!settled) {
+        settled = true;
+        clearTimeout(timer);
+        resolve(result);
+      }
+    };
+    const child = spawn(server.command, args, { env, stdio: ["ignore", "ignore", "pipe"] });
+    const timer = setTimeout(() => {
+      child.kill();
+      // A slow import is not a broken install: let the real start decide.
+      finish({ ok: true });
+    }, TIMEOUT_MS);
+    child.stderr?.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.on("error", (error: NodeJS.ErrnoException) => {
+      const problem =
+        error.code === "ENOENT"
+          ? `The Python interpreter "${server.command}" (from ${server.origin}) was not found.`
+          : `The Python interpreter "${server.command}" (from ${server.origin}) could not be run: ${error.message}`;
+      finish({ ok: false, problem, detail: String(error) });
+    });
+    child.on("exit", (code) => {
+      if (code === 0) {
+        finish({ ok: true });
+      } else if (/ModuleNotFoundError|No module named/.test(stderr)) {
+        finish({
+          ok: false,
+          problem:
+            `ptxls is not installed for "${server.command}" (from ${server.origin}). ` +
+            `Install it with: ${server.command} -m pip install ptxls — or set ptxls.server.pythonPath to an environment that has it.`,
+          detail: stderr,
+        });
+      } else {
+        finish({
+          ok: false,
+          problem: `"${server.command} -c 'import ptxls.server.cli'" failed with exit code ${code}; see the ptxls output for the traceback.`,
+          detail: stderr,
+        });
+      }
+    });
+  });
+}
