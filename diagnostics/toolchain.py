@@ -146,7 +146,7 @@ def find_tool(
     name: str, explicit: str | None = None, *, needs_isa: tuple[int, int] | None = None
 ) -> Tool:
     """The first usable candidate; with ``needs_isa``, the first that accepts that PTX ISA
-    version (falling back to the first candidate when none does, so ptxas itself reports it).
+    version (falling back to the newest when none does, so ptxas itself reports it).
 
     An explicit path that is unusable is an error, not something to silently skip: the user
     asked for that binary.
@@ -162,7 +162,8 @@ def find_tool(
     for tool in tools:
         if tool.max_ptx_isa is None or tool.max_ptx_isa >= needs_isa:
             return tool
-    return tools[0]
+    # None accepts it: the newest one gives the most useful "current version is …" message.
+    return max(tools, key=lambda t: t.max_ptx_isa or (0, 0))
 
 
 def find_ptxas(explicit: str | None = None, *, needs_isa: tuple[int, int] | None = None) -> Tool:

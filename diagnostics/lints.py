@@ -1,0 +1,103 @@
+"""Instant in-process checks: only what is certain, so they never contradict ptxas.
+
+Each check is something ptxas would also reject: a module without ``.version``/``.target``,
+unbalanced braces, a register that no ``.reg`` (or other declaration) in scope names, a ``bra``
+to a label that does not exist in the function. Special registers (``%tid.x``, ``%clock64`` …) and
+anything we cannot judge are left alone.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .model import Problem, Severity
+from .ptx_parse import PtxFunction, PtxModule, parse_ptx
+
+SOURCE = "ptxls"
+
+# Special registers of the PTX ISA (chapter "Special Registers"); matched by name prefix so
+# numbered and suffixed forms (%envreg3, %lanemask_lt, %cluster_ctaid) are covered.
+_SPECIAL = re.compile(
+    r"^%(tid|ntid|laneid|warpid|nwarpid|ctaid|nctaid|smid|nsmid|gridid|is_explicit_cluster|"
+    r"clusterid|nclusterid|cluster_ctaid|cluster_nctaid|cluster_ctarank|cluster_nctarank|"
+    r"lanemask_(eq|le|lt|ge|gt)|clock|clock_hi|clock64|pm[0-7]|pm[0-7]_64|envreg\d+|"
+    r"globaltimer|globaltimer_lo|globaltimer_hi|reserved_smem_offset_\w+|total_smem_size|"
+    r"aggr_smem_size|dynamic_smem_size|current_graph_exec|warpsz|WARP_SZ)$"
+)
+
+
+def _problem(span, message: str, severity: Severity = Severity.ERROR, code: str = "") -> Problem:
+    return Problem(
+        span.start.line,
+        span.start.col,
+        span.end.col if span.end.line == span.start.line else span.start.col + 1,
+        severity,
+        message,
+        SOURCE,
+        code=code or None,
+    )
+
+
+def lint_ptx(text: str, module: PtxModule | None = None) -> list[Problem]:
+    """All instant problems of a PTX buffer, in line order. Never raises."""
+    if module is None:
+        module, _ = parse_ptx(text)
+    problems: list[Problem] = []
+    if not text.strip():
+        return problems  # ptxas accepts an empty file; so do we
+    if module.version is None:
+        problems.append(
+            Problem(0, 0, 0, Severity.ERROR, "missing '.version' directive (e.g. .version 8.0)", SOURCE, code="missing-version")
+        )
+    if not module.targets:
+        line = module.version_span.start.line + 1 if module.version_span else 0
+        problems.append(
+            Problem(line, 0, 0, Severity.ERROR, "missing '.target' directive (e.g. .target sm_90)", SOURCE, code="missing-target")
+        )
+    for sp in module.structure_problems:
+        problems.append(_problem(sp.span, sp.message, code="braces"))
+    module_names = {d.name for d in module.globals if d.count is None}
+    module_ranges = [d for d in module.globals if d.count is not None]
+    for func in module.functions:
+        problems.extend(_undeclared_registers(func, module_names, module_ranges))
+        problems.extend(_unknown_labels(func))
+    problems.sort(key=lambda p: (p.line, p.col))
+    return problems
+
+
+def _undeclared_registers(func: PtxFunction, module_names: set[str], module_ranges) -> list[Problem]:
+    names = {d.name for d in func.decls if d.count is None} | module_names
+    names |= {p.name for p in func.params} | {p.name for p in func.return_params}
+    ranges = [d for d in func.decls if d.count is not None] + list(module_ranges)
+    out = []
+    reported: set[tuple[str, int]] = set()
+    for use in func.register_uses:
+        reg = use.name
+        if reg in names or _SPECIAL.match(reg) or any(d.declares(reg) for d in ranges):
+            continue
+        key = (reg, use.span.start.line)
+        if key in reported:
+            continue
+        reported.add(key)
+        hint = _range_hint(reg, ranges)
+        out.append(_problem(use.span, f"register '{reg}' is not declared{hint}", code="undeclared-register"))
+    return out
+
+
+def _range_hint(reg: str, ranges) -> str:
+    for d in ranges:
+        suffix = reg[len(d.name) :]
+        if reg.startswith(d.name) and suffix.isdigit():
+            return (
+                f" ('.reg {d.type} {d.name}<{d.count}>' on line {d.span.start.line + 1} declares "
+                f"{d.name}0 … {d.name}{d.count - 1})"
+            )
+    return ""
+
+
+def _unknown_labels(func: PtxFunction) -> list[Problem]:
+    out = []
+    for target in func.branch_targets:
+        if target.name not in func.labels:
+            out.append(_problem(target.span, f"branch to unknown label '{target.name}' in '{func.name}'", code="unknown-label"))
+    return out

@@ -1,0 +1,132 @@
+"""Parse what ptxas prints into messages, and place each on its token.
+
+Two shapes carry a line number, the standalone tool's and the driver JIT's log (GPU.md):
+
+    ptxas /tmp/k.ptx, line 7; error   : Unknown symbol '%p1'
+    ptxas application ptx input, line 7; error   : Unknown symbol '%p1'
+
+Others name no line (``ptxas fatal   : Unresolved extern function 'f'``); they belong to the
+whole file, or to the entry they name. The closing ``Ptx assembly aborted due to errors`` only
+repeats that errors happened and is dropped. Spacing before the colon varies between releases.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .model import Problem, Severity
+
+_WITH_LINE = re.compile(
+    r"^\s*ptxas\s+(?P<file>.+?),\s*line\s+(?P<line>\d+)\s*;\s*"
+    r"(?P<sev>error|warning|fatal|info)\s*:\s*(?P<msg>.*?)\s*$",
+    re.IGNORECASE,
+)
+_NO_LINE = re.compile(
+    r"^\s*ptxas\s+(?P<sev>error|warning|fatal|info)\s*:\s*(?P<msg>.*?)\s*$", re.IGNORECASE
+)
+_ABORTED = re.compile(r"ptx assembly aborted due to errors", re.IGNORECASE)
+_QUOTED = re.compile(r"'([^']+)'")
+_FUNCTION_NAME = re.compile(r"(?:function|entry|Entry function)\s+'([^']+)'", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class PtxasMessage:
+    severity: Severity
+    text: str
+    line: int | None  # 1-based as ptxas prints it; None when the message names no line
+    file: str | None = None
+
+
+def _severity(word: str) -> Severity:
+    word = word.lower()
+    if word in ("error", "fatal"):
+        return Severity.ERROR
+    if word == "warning":
+        return Severity.WARNING
+    return Severity.INFO
+
+
+def parse_ptxas_output(output: str) -> list[PtxasMessage]:
+    """Every error/warning/fatal message, in order. ``info`` lines (from ``-v``) are left to
+    the resource-usage parser."""
+    messages: list[PtxasMessage] = []
+    for raw in output.splitlines():
+        if _ABORTED.search(raw):
+            continue
+        m = _WITH_LINE.match(raw)
+        if m:
+            if m.group("sev").lower() == "info":
+                continue
+            messages.append(
+                PtxasMessage(
+                    _severity(m.group("sev")), m.group("msg"), int(m.group("line")), m.group("file")
+                )
+            )
+            continue
+        m = _NO_LINE.match(raw)
+        if m and m.group("sev").lower() != "info":
+            messages.append(PtxasMessage(_severity(m.group("sev")), m.group("msg"), None))
+    return messages
+
+
+def _code_part(line_text: str) -> tuple[int, int]:
+    """Columns of the line's text without indentation and trailing // comment."""
+    end = len(line_text)
+    comment = line_text.find("//")
+    if comment >= 0:
+        end = comment
+    stripped_end = len(line_text[:end].rstrip())
+    start = len(line_text) - len(line_text.lstrip())
+    if stripped_end <= start:
+        return start, max(len(line_text.rstrip()), start)
+    return start, stripped_end
+
+
+def _token_span(line_text: str, token: str) -> tuple[int, int] | None:
+    """Where ``token`` stands in the line as a whole token (``%r1`` must not match in ``%r10``)."""
+    if not token:
+        return None
+    pattern = re.compile(r"(?<![\w%$.])" + re.escape(token) + r"(?![\w$])")
+    m = pattern.search(line_text)
+    if m:
+        return m.start(), m.end()
+    # Opcodes are quoted bare ('ld') but written with modifiers (ld.global.f32).
+    m = re.compile(r"(?<![\w%$.])" + re.escape(token) + r"(?=\.)").search(line_text)
+    if m:
+        end = m.end()
+        while end < len(line_text) and (line_text[end].isalnum() or line_text[end] in "._"):
+            end += 1
+        return m.start(), end
+    return None
+
+
+def place_messages(
+    messages: list[PtxasMessage], lines: list[str], source: str = "ptxas"
+) -> list[Problem]:
+    """Turn messages into problems on the right token of the right line."""
+    problems: list[Problem] = []
+    for msg in messages:
+        line_no = _line_for(msg, lines)
+        text = lines[line_no] if 0 <= line_no < len(lines) else ""
+        span = None
+        for token in _QUOTED.findall(msg.text):
+            span = _token_span(text, token)
+            if span:
+                break
+        start, end = span or _code_part(text)
+        problems.append(Problem(line_no, start, end, msg.severity, msg.text, source))
+    return problems
+
+
+def _line_for(msg: PtxasMessage, lines: list[str]) -> int:
+    if msg.line is not None:
+        return min(max(msg.line - 1, 0), max(len(lines) - 1, 0))
+    # A message without a line that names a function goes on that function's .entry/.func line.
+    m = _FUNCTION_NAME.search(msg.text)
+    if m:
+        name = re.compile(r"\.(?:entry|func)\b.*?\b" + re.escape(m.group(1)) + r"\b")
+        for i, text in enumerate(lines):
+            if name.search(text):
+                return i
+    return 0

@@ -1,0 +1,36 @@
+"""Run ptxas on a PTX text, killably (a newer edit cancels the job and kills the process)."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .process import ProcessResult, run_killable
+from .toolchain import Tool
+
+
+@dataclass
+class PtxasRun(ProcessResult):
+    cubin: bytes | None = None
+
+
+async def run_ptxas(
+    text: str,
+    *,
+    tool: Tool,
+    arch: str,
+    timeout: float = 60.0,
+    extra_args: tuple[str, ...] = (),
+    want_cubin: bool = False,
+    file_name: str = "input.ptx",
+) -> PtxasRun:
+    """Assemble ``text`` for ``arch``. Raises OSError only when the binary cannot be started."""
+    with tempfile.TemporaryDirectory(prefix="ptxls-") as tmp:
+        src = Path(tmp) / (Path(file_name).name or "input.ptx")
+        src.write_bytes(text.encode("utf-8", errors="replace"))
+        out = Path(tmp) / "out.cubin"
+        args = [tool.path, f"-arch={arch}", *extra_args, str(src), "-o", str(out)]
+        res = await run_killable(args, timeout=timeout)
+        cubin = out.read_bytes() if want_cubin and res.returncode == 0 and out.exists() else None
+        return PtxasRun(**vars(res), cubin=cubin)

@@ -1,0 +1,86 @@
+"""Pick the few-shot examples most relevant to a request (CUDA, Triton or plain language).
+
+Scoring is deliberately simple and explainable: words of the request that match an example's
+keywords, plus code patterns that mark a kernel family (``__shfl`` or ``tl.sum`` → reduction,
+``__shared__`` tiles or ``tl.dot`` → matmul, ``a[i] = b[i] + …`` → elementwise). Ties keep the
+library order, so the same request always gets the same prompt (reproducible lowering).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .library import Example, load_examples
+
+# Code patterns that point at a family, with their weight. Regexes on the raw request text.
+_FAMILY_PATTERNS: dict[str, list[tuple[str, float]]] = {
+    "reduction": [
+        (r"__shfl\w*_sync|shfl\.sync", 3.0),
+        (r"atomicAdd|red\.global|atom\.", 2.0),
+        (r"\btl\.(sum|max|min|reduce)\b|\.sum\(|\breduc", 3.0),
+        (r"\+=\s*\w+\s*\[", 1.0),
+        (r"\b(sum|mean|norm|softmax|max|argmax|total|dot)\b", 1.5),
+    ],
+    "matmul": [
+        (r"\btl\.dot\b|\bmatmul\b|\bgemm\b|\bmatrix multipl", 4.0),
+        (r"__shared__\s+\w+\s+\w+\s*\[[^\]]+\]\s*\[", 2.0),
+        (r"blockIdx\.y|program_id\(\s*(axis\s*=\s*)?1\s*\)", 1.0),
+        (r"\bfor\s*\(\s*int\s+k\b", 1.0),
+    ],
+    "elementwise": [
+        (r"\w+\s*\[\s*i\s*\]\s*=\s*\w+\s*\[\s*i\s*\]", 2.0),
+        (r"\belementwise\b|\bpointwise\b|\bvector add\b|\bsaxpy\b|\bscale\b|\brelu\b", 2.0),
+        (r"tl\.load\(.*\)\s*\+\s*tl\.load", 1.0),
+    ],
+}
+
+_WORD = re.compile(r"[a-z][a-z0-9_]+")
+
+
+@dataclass(frozen=True)
+class Scored:
+    example: Example
+    score: float
+    why: tuple[str, ...]  # what matched, for the transcript
+
+
+def score_examples(request: str, examples: list[Example] | None = None) -> list[Scored]:
+    examples = load_examples() if examples is None else examples
+    text = request.lower()
+    words = set(_WORD.findall(text))
+    scored = []
+    for ex in examples:
+        score, why = 0.0, []
+        for kw in ex.keywords:
+            hit = kw in text if " " in kw else kw in words
+            if hit:
+                score += 1.0
+                why.append(f"keyword '{kw}'")
+        if ex.name.lower() in text:
+            score += 2.0
+            why.append(f"name '{ex.name}'")
+        for pattern, weight in _FAMILY_PATTERNS.get(ex.family, []):
+            if re.search(pattern, request, re.IGNORECASE):
+                score += weight
+                why.append(f"{ex.family} pattern /{pattern}/")
+        scored.append(Scored(ex, score, tuple(why)))
+    order = {ex.name: i for i, ex in enumerate(examples)}
+    scored.sort(key=lambda s: (-s.score, order[s.example.name]))
+    return scored
+
+
+def pick_examples(request: str, k: int = 2, examples: list[Example] | None = None) -> list[Example]:
+    """The ``k`` best examples for ``request``. Something is always returned when the library
+    is not empty: a zero-score request still gets the simplest complete kernel (elementwise,
+    else the first), because one well-formed PTX file already fixes most syntax slips."""
+    if k <= 0:
+        return []
+    scored = score_examples(request, examples)
+    if not scored:
+        return []
+    picked = [s.example for s in scored if s.score > 0][:k]
+    if not picked:
+        fallback = next((s.example for s in scored if s.example.family == "elementwise"), None)
+        picked = [fallback or scored[0].example]
+    return picked

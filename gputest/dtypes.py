@@ -1,0 +1,114 @@
+"""Element types the harness knows: how they are stored on the host, poisoned, generated and
+compared.
+
+numpy has no bfloat16, so bf16 travels as its raw 16-bit pattern (uint16) and is widened to
+float32 by a shift when values are needed. Everything else maps onto a numpy dtype directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class DType:
+    name: str  # "f32": the spelling used in annotations, reports and the worker protocol
+    storage: str  # numpy dtype the bytes are held in on the host
+    is_float: bool
+    rtol: float  # default relative tolerance against a float64 (or nvcc) reference
+    cuda_names: tuple[str, ...]  # C/CUDA spellings that map here
+    ptx_types: tuple[str, ...]  # PTX .param types a scalar of this type is passed as
+
+    @property
+    def itemsize(self) -> int:
+        return np.dtype(self.storage).itemsize
+
+
+DTYPES: dict[str, DType] = {
+    d.name: d
+    for d in [
+        DType("f64", "float64", True, 1e-12, ("double",), (".f64", ".b64")),
+        DType("f32", "float32", True, 1e-5, ("float",), (".f32", ".b32")),
+        # f16/bf16 kernels often compute in f32 and round once; a few ulps is still right.
+        DType("f16", "float16", True, 2e-3, ("half", "__half"), (".f16", ".b16")),
+        DType("bf16", "uint16", True, 1.6e-2, ("__nv_bfloat16", "nv_bfloat16", "bfloat16"), (".bf16", ".b16")),
+        DType("i64", "int64", False, 0.0, ("long long", "int64_t", "long", "ptrdiff_t"), (".s64", ".b64", ".u64")),
+        DType("u64", "uint64", False, 0.0, ("unsigned long long", "uint64_t", "size_t", "unsigned long"), (".u64", ".b64", ".s64")),
+        DType("i32", "int32", False, 0.0, ("int", "int32_t", "signed int", "signed"), (".s32", ".b32", ".u32")),
+        DType("u32", "uint32", False, 0.0, ("unsigned int", "uint32_t", "unsigned"), (".u32", ".b32", ".s32")),
+        DType("i16", "int16", False, 0.0, ("short", "int16_t"), (".s16", ".b16", ".u16")),
+        DType("u16", "uint16", False, 0.0, ("unsigned short", "uint16_t"), (".u16", ".b16", ".s16")),
+        DType("i8", "int8", False, 0.0, ("signed char", "int8_t", "char"), (".s8", ".b8", ".u8")),
+        DType("u8", "uint8", False, 0.0, ("unsigned char", "uint8_t"), (".u8", ".b8", ".s8")),
+    ]
+}
+
+_BY_CUDA = {c: d for d in DTYPES.values() for c in d.cuda_names}
+
+
+def dtype(name: str) -> DType:
+    """The DType for an annotation spelling; KeyError names the known ones."""
+    try:
+        return DTYPES[name]
+    except KeyError:
+        raise KeyError(f"unknown element type '{name}' (known: {', '.join(DTYPES)})") from None
+
+
+def from_cuda(type_name: str) -> DType | None:
+    """Map a C/CUDA base type ('const float', 'unsigned int', 'int32_t') to a DType."""
+    words = [w for w in type_name.replace("const", " ").replace("volatile", " ").split() if w]
+    return _BY_CUDA.get(" ".join(words))
+
+
+def bf16_to_f32(bits: np.ndarray) -> np.ndarray:
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def f32_to_bf16(values: np.ndarray) -> np.ndarray:
+    """Round to nearest even, as __float2bfloat16 does (NaN stays NaN)."""
+    u = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
+    out = rounded.astype(np.uint16)
+    nan = np.isnan(values)
+    out[nan] = 0x7FC0
+    return out
+
+
+def to_float64(dt: DType, raw: np.ndarray) -> np.ndarray:
+    """Values as float64 for references and error measures (ints too: they fit)."""
+    if dt.name == "bf16":
+        return bf16_to_f32(raw).astype(np.float64)
+    return raw.astype(np.float64)
+
+
+def from_float64(dt: DType, values: np.ndarray) -> np.ndarray:
+    """Round float64 reference values to the storage type (ints wrap like C casts do)."""
+    if dt.name == "bf16":
+        return f32_to_bf16(values.astype(np.float32))
+    if dt.is_float:
+        return values.astype(dt.storage)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.asarray(values, dtype=np.float64).astype(np.int64).astype(dt.storage)
+
+
+def poison(dt: DType, count: int) -> np.ndarray:
+    """What an output holds before the launch: NaN for floats, 0xA5 bytes for integers. An
+    element still equal to this afterwards was not written."""
+    if dt.name == "bf16":
+        return np.full(count, 0x7FC1, dtype=np.uint16)  # a NaN no arithmetic produces
+    if dt.is_float:
+        return np.full(count, np.nan, dtype=dt.storage)
+    return np.full(count * dt.itemsize, 0xA5, dtype=np.uint8).view(dt.storage)
+
+
+def random_values(dt: DType, count: int, rng: np.random.Generator) -> np.ndarray:
+    """Fresh inputs: floats in [-1, 1) (never all zero, so a kernel that ignores an input shows),
+    small integers so sums and products of a few inputs stay in range."""
+    if dt.is_float:
+        v = rng.uniform(-1.0, 1.0, count).astype(np.float32 if dt.name == "bf16" else dt.storage)
+        return f32_to_bf16(v) if dt.name == "bf16" else v
+    info = np.iinfo(dt.storage)
+    lo, hi = max(info.min, -100), min(info.max, 100)
+    return rng.integers(lo, hi, count, endpoint=True).astype(dt.storage)

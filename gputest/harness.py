@@ -1,0 +1,367 @@
+"""One GPU test, inside the worker: for each size, fresh inputs, poisoned outputs and guard bands,
+the kernel, the reference on the same inputs, every element compared, inputs checked unchanged,
+then event timing (L2 flushed before each run) with correctness re-checked on the timed outputs.
+
+Returns plain dicts (the worker sends them as JSON). A CUDA error is raised as CudaError with the
+case attached; the worker decides whether the process must be replaced.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import cuda_driver as cd
+from . import exprs
+from .compare import changed, compare
+from .dtypes import DTYPES, DType, from_float64, poison, random_values, to_float64
+from .spec import ParamSpec, TestSpec
+
+GUARD_BYTES = 16384  # poisoned bands before and after every buffer: out-of-bounds writes show
+FLUSH_BYTES = 256 << 20  # > 5x the H200's 50 MB L2: one memset evicts whatever a run left there
+COPY_BYTES = 512 << 20
+
+
+class CaseError(Exception):
+    """A CUDA error during one case; carries what the report needs to say where it happened."""
+
+    def __init__(self, err: cd.CudaError, where: str, case: dict):
+        self.err, self.where, self.case = err, where, case
+        super().__init__(f"{err} {where}")
+
+
+@dataclass
+class Buffer:
+    param: ParamSpec
+    dt: DType
+    length: int
+    base: int  # device address of the allocation (guard band first)
+    host_in: np.ndarray | None  # what was uploaded into the data region (inputs, inout)
+
+    @property
+    def ptr(self) -> int:
+        return self.base + GUARD_BYTES
+
+    @property
+    def nbytes(self) -> int:
+        return self.length * self.dt.itemsize
+
+    def read(self) -> np.ndarray:
+        """The whole allocation, guard bands included, as raw bytes."""
+        return cd.download(self.base, np.empty(self.nbytes + 2 * GUARD_BYTES, np.uint8))
+
+
+def launch_dims(spec: TestSpec, env: dict) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
+    def dims(text: str) -> tuple[int, int, int]:
+        vals = [max(1, exprs.evaluate_int(e, env)) for e in text.split(",")]
+        return tuple((vals + [1, 1])[:3])  # type: ignore[return-value]
+
+    # A grid of 0 blocks is a launch error, so n = 0 runs one block: a kernel without a bounds
+    # check then shows itself by writing into the guard band.
+    return dims(spec.launch.grid), dims(spec.launch.block), exprs.evaluate_int(spec.launch.shared, env)
+
+
+def scalar_env(spec: TestSpec, n: int) -> dict:
+    env: dict = {"n": n}
+    for p in spec.params:
+        if p.role == "size":
+            env[p.name] = n
+    for p in spec.params:
+        if p.role == "scalar":
+            env[p.name] = exprs.evaluate(p.value or "0", env)
+    return env
+
+
+def scalar_arg(p: ParamSpec, value) -> np.ndarray:
+    dt = DTYPES[p.dtype]
+    if dt.name == "bf16":
+        from .dtypes import f32_to_bf16
+
+        return f32_to_bf16(np.array([value], np.float32))
+    if dt.is_float:
+        return np.array([value], dtype=dt.storage)
+    return np.array([int(value)], dtype=np.int64).astype(dt.storage)
+
+
+class Harness:
+    def __init__(self, ctx: cd.Context, progress: Callable[[str], None]):
+        self.ctx = ctx
+        self.progress = progress
+        self.flush_buf: int | None = None
+        self.copy_ceiling_gbps: float | None = None
+        self.events = cd.Events()
+
+    # -- machine facts -----------------------------------------------------------------------
+
+    def flush_l2(self) -> None:
+        if self.flush_buf is None:
+            self.flush_buf = cd.alloc(FLUSH_BYTES)
+        cd.memset8(self.flush_buf, 0, FLUSH_BYTES)
+
+    def measure_copy_ceiling(self) -> float:
+        """Device-to-device copy bandwidth (bytes read + written), once per worker."""
+        if self.copy_ceiling_gbps is None:
+            src, dst = cd.alloc(COPY_BYTES), cd.alloc(COPY_BYTES)
+            try:
+                cd.copy_d2d(dst, src, COPY_BYTES)
+                times = []
+                for _ in range(10):
+                    self.events.record_start()
+                    cd.copy_d2d(dst, src, COPY_BYTES)
+                    self.events.record_end()
+                    times.append(self.events.elapsed_ms())
+                self.copy_ceiling_gbps = 2 * COPY_BYTES / (statistics.median(times) * 1e-3) / 1e9
+            finally:
+                cd.free(src)
+                cd.free(dst)
+        return self.copy_ceiling_gbps
+
+    # -- one test ----------------------------------------------------------------------------
+
+    def run(self, req: dict) -> dict:
+        spec = TestSpec.from_dict(req["spec"])
+        kernel_fn = req["_kernel_fn"]
+        ref = req["reference"]
+        ref_fn = req.get("_ref_fn")
+        seed = int(req["seed"])
+        do_time = bool(req.get("time", True))
+        cases = []
+        ceiling = self.measure_copy_ceiling() if do_time else None
+        for i, n in enumerate(spec.sizes):
+            case_seed = seed + i
+            cases.append(
+                self.run_case(spec, kernel_fn, ref, ref_fn, n, case_seed, i, do_time, ceiling)
+            )
+        return {"cases": cases, "copy_ceiling_gbps": ceiling}
+
+    def run_case(self, spec, kernel_fn, ref, ref_fn, n, seed, index, do_time, ceiling) -> dict:
+        env = scalar_env(spec, n)
+        grid, block, shared = launch_dims(spec, env)
+        case = {
+            "index": index, "n": n, "seed": seed, "passed": False, "max_rel_err": 0.0,
+            "messages": [], "launch": {"grid": list(grid), "block": list(block), "shared": shared},
+            "time_ms": None, "ref_time_ms": None, "gbps": None, "outputs": [],
+        }  # fmt: skip
+        rng = np.random.default_rng(seed)
+        host_inputs: dict[str, np.ndarray] = {}
+        lengths: dict[str, int] = {}
+        for p in spec.params:
+            if p.is_pointer:
+                lengths[p.name] = max(0, exprs.evaluate_int(p.length, env))
+                if p.role in ("in", "inout"):
+                    host_inputs[p.name] = random_values(DTYPES[p.dtype], lengths[p.name], rng)
+        where = f"in case n={n} (seed {seed}), launch grid={_d(grid)} block={_d(block)} shared={shared}"
+        bufs = self._alloc(spec, lengths, host_inputs)
+        ref_bufs: list[Buffer] = []
+        try:
+            self.progress(f"case {index + 1}/{len(spec.sizes)} n={n}: running {spec.kernel}")
+            self._launch_checked(kernel_fn, spec, bufs, env, grid, block, shared, where, case)
+            after = {b.param.name: b.read() for b in bufs}
+            # The reference, on the same inputs.
+            if ref["kind"] in ("cuda", "self"):
+                ref_bufs = self._alloc(spec, lengths, host_inputs)
+                fn = ref_fn if ref["kind"] == "cuda" else kernel_fn
+                self.progress(f"case {index + 1}/{len(spec.sizes)} n={n}: running the reference")
+                self._launch_checked(fn, spec, ref_bufs, env, grid, block, shared,
+                                     where + " (reference kernel)", case)  # fmt: skip
+                expected = {b.param.name: _data(b, b.read()) for b in ref_bufs}
+            else:
+                expected = numpy_reference(spec, host_inputs, lengths, env, ref["expr"])
+            ok = self._check(spec, bufs, after, expected, case)
+            if do_time and n > 0:
+                self._time(spec, kernel_fn, bufs, env, grid, block, shared, case, where, ceiling)
+                if ref["kind"] == "cuda":
+                    case["ref_time_ms"] = self._median_ms(ref_fn, spec, ref_bufs, env, grid, block, shared, where, case)
+                # Correctness again, on what the timed runs left behind.
+                again = {b.param.name: b.read() for b in bufs}
+                retimed = {"messages": [], "outputs": []}
+                if ok and not self._check(spec, bufs, again, expected, retimed):
+                    ok = False
+                    case["messages"].append("wrong after the timed runs: " + "; ".join(retimed["messages"]))
+            case["passed"] = ok
+            return case
+        finally:
+            for b in bufs + ref_bufs:
+                try:
+                    cd.free(b.base)
+                except cd.CudaError:
+                    pass  # a dead context frees nothing; the process is replaced anyway
+
+    def _alloc(self, spec, lengths, host_inputs) -> list[Buffer]:
+        bufs = []
+        for p in spec.params:
+            if not p.is_pointer:
+                continue
+            dt = DTYPES[p.dtype]
+            length = lengths[p.name]
+            guard = poison(dt, GUARD_BYTES // dt.itemsize)
+            data = host_inputs.get(p.name)
+            if data is None:
+                data = poison(dt, length)
+            whole = np.concatenate([guard.view(np.uint8), data.view(np.uint8), guard.view(np.uint8)])
+            b = Buffer(p, dt, length, cd.alloc(whole.nbytes), host_inputs.get(p.name))
+            cd.upload(b.base, whole)
+            bufs.append(b)
+        return bufs
+
+    def _args(self, spec, bufs, env) -> list[np.ndarray]:
+        by_name = {b.param.name: b for b in bufs}
+        args = []
+        for p in spec.params:
+            if p.is_pointer:
+                args.append(np.array([by_name[p.name].ptr], dtype=np.uint64))
+            else:
+                args.append(scalar_arg(p, env[p.name]))
+        return args
+
+    def _launch_checked(self, fn, spec, bufs, env, grid, block, shared, where, case) -> None:
+        try:
+            cd.launch(fn, grid, block, shared, self._args(spec, bufs, env))
+            cd.synchronize()
+        except cd.CudaError as e:
+            raise CaseError(e, where, case) from None
+
+    def _check(self, spec, bufs, after, expected, case) -> bool:
+        ok = True
+        worst = 0.0
+        for b in bufs:
+            raw = after[b.param.name]
+            msg = _guard_damage(b, raw)
+            if msg:
+                ok = False
+                case["messages"].append(msg)
+            data = _data(b, raw)
+            if b.param.role == "in":
+                msg = changed(b.param.name, b.host_in, data)
+                if msg:
+                    ok = False
+                    case["messages"].append(msg)
+                continue
+            cmp = compare(b.param.name, b.dt, expected[b.param.name], data,
+                          poison(b.dt, b.length), spec.tol)  # fmt: skip
+            worst = max(worst, cmp.max_rel_err)
+            case["outputs"].append({
+                "name": cmp.name, "total": cmp.total, "wrong": cmp.wrong,
+                "unwritten": cmp.unwritten, "max_rel_err": cmp.max_rel_err, "guard": cmp.guard,
+                "first_wrong": [[m.index, m.expected, m.got, m.unwritten] for m in cmp.first_wrong],
+            })  # fmt: skip
+            if not cmp.passed:
+                ok = False
+                case["messages"].append(cmp.describe())
+        case["max_rel_err"] = worst
+        return ok
+
+    def _median_ms(self, fn, spec, bufs, env, grid, block, shared, where, case) -> float:
+        args = self._args(spec, bufs, env)
+        pristine = {}
+        for b in bufs:  # inout data must be the same input for every timed run
+            if b.param.role == "inout" and b.nbytes:
+                pristine[b.param.name] = (b, cd.alloc(b.nbytes))
+                cd.copy_d2d(pristine[b.param.name][1], b.ptr, b.nbytes)
+        try:
+            for b, copy in pristine.values():
+                cd.copy_d2d(copy, b.ptr, 0)
+            cd.launch(fn, grid, block, shared, args)  # warm-up (instruction cache, TLB)
+            times = []
+            for _ in range(spec.timing_runs):
+                for b, copy in pristine.values():
+                    cd.copy_d2d(b.ptr, copy, b.nbytes)
+                self.flush_l2()
+                self.events.record_start()
+                cd.launch(fn, grid, block, shared, args)
+                self.events.record_end()
+                times.append(self.events.elapsed_ms())
+            for b, copy in pristine.values():
+                cd.copy_d2d(b.ptr, copy, b.nbytes)
+            if pristine:  # leave the inout outputs as one run from the original input makes them
+                cd.launch(fn, grid, block, shared, args)
+            cd.synchronize()
+            return statistics.median(times)
+        except cd.CudaError as e:
+            raise CaseError(e, where + " (timed runs)", case) from None
+        finally:
+            for _, copy in pristine.values():
+                try:
+                    cd.free(copy)
+                except cd.CudaError:
+                    pass
+
+    def _time(self, spec, fn, bufs, env, grid, block, shared, case, where, ceiling) -> None:
+        ms = self._median_ms(fn, spec, bufs, env, grid, block, shared, where, case)
+        case["time_ms"] = ms
+        moved = sum(b.nbytes * (2 if b.param.role == "inout" else 1) for b in bufs)
+        if ms > 0:
+            gbps = moved / (ms * 1e-3) / 1e9
+            case["gbps"] = gbps
+            if ceiling and gbps > 1.1 * ceiling:
+                case["messages"].append(
+                    f"suspicious: {gbps:.0f} GB/s is above the measured copy ceiling of "
+                    f"{ceiling:.0f} GB/s — the kernel skips work or the timing is wrong"
+                )
+                case["suspicious"] = True
+
+
+def _d(dims) -> str:
+    return "(" + ",".join(str(x) for x in dims) + ")" if any(x != 1 for x in dims[1:]) else str(dims[0])
+
+
+def _data(b: Buffer, raw: np.ndarray) -> np.ndarray:
+    return raw[GUARD_BYTES : GUARD_BYTES + b.nbytes].view(b.dt.storage)
+
+
+def _guard_damage(b: Buffer, raw: np.ndarray) -> str:
+    """Which elements outside [0, length) the kernel wrote, in element indices."""
+    pattern = poison(b.dt, GUARD_BYTES // b.dt.itemsize).view(np.uint8)
+    before, after = raw[:GUARD_BYTES], raw[GUARD_BYTES + b.nbytes :]
+    item = b.dt.itemsize
+    spans = []
+    hit = np.flatnonzero(after != pattern)
+    if len(hit):
+        lo, hi = b.length + hit[0] // item, b.length + hit[-1] // item
+        count = len(np.unique(hit // item))
+        spans.append(f"{count} elements past the end ({b.param.name}[{lo}..{hi}])")
+    hit = np.flatnonzero(before != pattern)
+    if len(hit):
+        lo, hi = (hit[0] - GUARD_BYTES) // item, (hit[-1] - GUARD_BYTES) // item
+        spans.append(f"{len(np.unique(hit // item))} elements before the start ({b.param.name}[{lo}..{hi}])")
+    if not spans:
+        return ""
+    return (
+        f"out-of-bounds write: {b.param.name} (length {b.length}) was written at "
+        + " and ".join(spans)
+        + " — is the bounds check missing?"
+    )
+
+
+def numpy_reference(spec, host_inputs, lengths, env, expr: str) -> dict[str, np.ndarray]:
+    """Run 'c = a + b; d = sqrt(c)' over float64 copies of the inputs; round to each output's
+    type. Names: the parameters, n, numpy's functions (sqrt, exp, where, ...) and np."""
+    ns: dict = {name: getattr(np, name) for name in dir(np) if not name.startswith("_")}
+    ns.update({"np": np, "math": math, **env})
+    for p in spec.params:
+        if p.is_pointer:
+            dt = DTYPES[p.dtype]
+            ns[p.name] = (
+                to_float64(dt, host_inputs[p.name]) if p.name in host_inputs else np.zeros(lengths[p.name])
+            )
+    out: dict[str, np.ndarray] = {}
+    for stmt in [s.strip() for s in expr.split(";") if s.strip()]:
+        target, _, rhs = stmt.partition("=")
+        target = target.strip()
+        with np.errstate(all="ignore"):
+            value = eval(rhs, {"__builtins__": {}}, ns)  # noqa: S307 - the user's own annotation, run on request
+        ns[target] = value
+        out[target] = value
+    result = {}
+    for p in spec.params:
+        if p.role in ("out", "inout"):
+            if p.name not in out:
+                raise ValueError(f"the reference '{expr}' does not assign output '{p.name}'")
+            dt = DTYPES[p.dtype]
+            values = np.broadcast_to(np.asarray(out[p.name], dtype=np.float64), (lengths[p.name],))
+            result[p.name] = from_float64(dt, np.ascontiguousarray(values))
+    return result

@@ -1,0 +1,103 @@
+"""What a GPU test of one kernel is: parameters with their roles, launch configuration, sizes,
+reference and tolerance. Plain data that travels to the worker as JSON."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from .dtypes import DTYPES
+
+BLOCK = 256
+# 0 and 1; one short of a block and one past it; a size that is no multiple of the block (and
+# odd, so a v4/v2 rewrite without a scalar tail shows); a large one, for timing and for
+# kernels that only break once several waves of blocks run.
+DEFAULT_SIZES = (0, 1, BLOCK - 1, BLOCK + 1, 1000 * 3 + 7, 1 << 24)
+
+ROLES = ("in", "out", "inout", "size", "scalar")
+
+
+@dataclass
+class ParamSpec:
+    name: str
+    role: str  # in | out | inout (pointers) | size (the problem size) | scalar (fixed value)
+    dtype: str  # key of DTYPES: element type for pointers, value type for scalars
+    length: str = "n"  # pointers: element count as an expression of n and scalars
+    value: str | None = None  # scalars: expression of n and other scalars
+
+    @property
+    def is_pointer(self) -> bool:
+        return self.role in ("in", "out", "inout")
+
+
+@dataclass
+class LaunchSpec:
+    grid: str = f"ceil(n/{BLOCK})"  # expressions of n and scalars; x only, or "x, y[, z]"
+    block: str = str(BLOCK)
+    shared: str = "0"  # dynamic shared memory in bytes
+
+
+@dataclass
+class TestSpec:
+    kernel: str
+    params: list[ParamSpec]
+    launch: LaunchSpec = field(default_factory=LaunchSpec)
+    sizes: list[int] = field(default_factory=lambda: list(DEFAULT_SIZES))
+    # numpy reference: "c = a + b" lines (';'-separated), over float64 copies of the inputs;
+    # None when the reference is the paired CUDA kernel.
+    numpy_ref: str | None = None
+    tol: float | None = None  # None: each output's dtype default
+    seed: int | None = None  # None: a fresh seed per run (shown in the report)
+    timing_runs: int = 20
+    origin: list[str] = field(default_factory=list)  # where each part came from, for the report
+
+    def param(self, name: str) -> ParamSpec | None:
+        return next((p for p in self.params if p.name == name), None)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TestSpec:
+        d = dict(d)
+        d["params"] = [ParamSpec(**p) for p in d["params"]]
+        d["launch"] = LaunchSpec(**d["launch"])
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class SpecProblem:
+    """Something wrong with a spec or annotation, pointing at the text that caused it
+    (0-based line/columns in the file the spec came from; line -1 when no line applies)."""
+
+    message: str
+    line: int = -1
+    col: int = 0
+    end_col: int = 0
+
+    def __str__(self) -> str:
+        return f"line {self.line + 1}: {self.message}" if self.line >= 0 else self.message
+
+
+def validate(spec: TestSpec) -> list[SpecProblem]:
+    """Problems that would make the test meaningless: unknown types, no outputs, size unused."""
+    problems = []
+    for p in spec.params:
+        if p.dtype not in DTYPES:
+            problems.append(SpecProblem(f"parameter '{p.name}': unknown type '{p.dtype}'"))
+        if p.role == "scalar" and p.value is None:
+            problems.append(
+                SpecProblem(
+                    f"scalar parameter '{p.name}' has no value: annotate it, e.g. "
+                    f"'// @gputest {p.name}: {p.dtype} = 2'"
+                )
+            )
+    if not any(p.role in ("out", "inout") for p in spec.params):
+        problems.append(
+            SpecProblem(
+                f"kernel '{spec.kernel}' has no output pointer to check (a non-const pointer "
+                "is an output; annotate 'NAME: out TYPE[n]')"
+            )
+        )
+    if len(spec.sizes) == 0:
+        problems.append(SpecProblem("no sizes to test"))
+    return problems

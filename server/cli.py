@@ -1,0 +1,118 @@
+"""The ``ptxls`` command: serve, check, doctor, demo — and test/lower where those rooms exist.
+
+Every subcommand runs the same engines the language server uses, so what the editor shows and
+what the terminal prints agree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import logging
+import sys
+from pathlib import Path
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_CANNOT_RUN = 0, 1, 2
+
+# Subcommands contributed by other rooms' glue; each module has add_parser(sub) and run(args).
+_OPTIONAL_COMMANDS = ["ptxls.server.cli_test", "ptxls.server.cli_lower"]
+
+
+def _serve(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        stream=sys.stderr,  # stdout carries the protocol
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    from .app import create_server
+
+    create_server().start_io()
+    return EXIT_OK
+
+
+def _check(args: argparse.Namespace) -> int:
+    from .check_command import run_check
+
+    return asyncio.run(run_check(args.files, arch=args.arch, ptxas=args.ptxas, nvcc=args.nvcc))
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from .doctor import run_doctor
+
+    return run_doctor(ptxas=args.ptxas, as_json=args.json)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return run_demo(args.examples, skip_gpu=args.no_gpu, skip_lowering=args.no_lowering)
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict]:
+    parser = argparse.ArgumentParser(
+        prog="ptxls", description="PTX language server and toolbox: check, test, lower, bench."
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    runners = {}
+
+    p = sub.add_parser("serve", help="run the language server over stdio (editors start this)")
+    p.add_argument("--stdio", action="store_true", help="accepted for editors that pass it; stdio is the default")
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
+    runners["serve"] = _serve
+
+    p = sub.add_parser("check", help="ptxas/nvcc diagnostics for .ptx and .cu files, compiler style")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--arch", help="sm_XX to assemble for (default: the file's .target, the local GPU, sm_90)")
+    p.add_argument("--ptxas", help="path of the ptxas to use (default: PTXLS_PTXAS, PATH, the nvidia-cuda-nvcc wheel)")
+    p.add_argument("--nvcc", help="path of the nvcc to use for .cu files")
+    runners["check"] = _check
+
+    p = sub.add_parser("doctor", help="what ptxls found: ptxas, nvcc/NVRTC, driver, GPU, LLM settings")
+    p.add_argument("--ptxas", help="path of the ptxas to report on")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    runners["doctor"] = _doctor
+
+    p = sub.add_parser("demo", help="the main job on the shipped examples/")
+    p.add_argument("--examples", help="folder of examples (default: ./examples or the repository's)")
+    p.add_argument("--no-gpu", action="store_true", help="skip the GPU test step")
+    p.add_argument("--no-lowering", action="store_true", help="skip the lowering step")
+    runners["demo"] = _demo
+
+    for name in _OPTIONAL_COMMANDS:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name == name:
+                continue
+            raise
+        before = set(sub.choices)
+        module.add_parser(sub)
+        for added in set(sub.choices) - before:
+            runners[added] = module.run
+    return parser, runners
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser, runners = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return EXIT_CANNOT_RUN
+    try:
+        return runners[args.command](args)
+    except KeyboardInterrupt:
+        print("ptxls: interrupted", file=sys.stderr)
+        return 130
+
+
+def repo_examples() -> Path | None:
+    """examples/ in the working directory, else beside the source tree (editable installs)."""
+    for candidate in (Path.cwd() / "examples", Path(__file__).resolve().parent.parent / "examples"):
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

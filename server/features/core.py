@@ -1,0 +1,70 @@
+"""Lifecycle and the shared methods: initialize/settings, hover, code lens, code action."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from ..app import PtxlsServer, call_provider
+
+
+def register(server: PtxlsServer) -> None:
+    @server.feature(types.INITIALIZE)
+    def on_initialize(ls: PtxlsServer, params: types.InitializeParams) -> None:
+        init = params.initialization_options
+        if isinstance(init, dict):
+            ls.apply_settings(init.get("ptxls", init))
+
+    @server.feature(types.INITIALIZED)
+    async def on_initialized(ls: PtxlsServer, params: types.InitializedParams) -> None:
+        await ls.fetch_settings()
+        for hook in ls.initialized_hooks:
+            try:
+                await call_provider(hook, ls)
+            except Exception as e:
+                ls.report_server_error(e, hook)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def on_config(ls: PtxlsServer, params: types.DidChangeConfigurationParams) -> None:
+        raw = params.settings
+        if isinstance(raw, dict) and "ptxls" in raw:
+            ls.apply_settings(raw["ptxls"])
+        else:
+            await ls.fetch_settings()
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    async def on_hover(ls: PtxlsServer, params: types.HoverParams) -> types.Hover | None:
+        for provider in ls.hover_providers:
+            try:
+                hover = await call_provider(provider, ls, params)
+            except Exception as e:  # one broken provider must not hide the others
+                ls.report_server_error(e, provider)
+                continue
+            if hover is not None:
+                return hover
+        return None
+
+    @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
+    async def on_code_lens(ls: PtxlsServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+        lenses: list[types.CodeLens] = []
+        for provider in ls.code_lens_providers:
+            try:
+                lenses.extend(await call_provider(provider, ls, params) or [])
+            except Exception as e:
+                ls.report_server_error(e, provider)
+        return lenses
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(
+            code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.Refactor, types.CodeActionKind.Source],
+            resolve_provider=False,
+        ),
+    )
+    async def on_code_action(ls: PtxlsServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+        actions: list[types.CodeAction] = []
+        for provider in ls.code_action_providers:
+            try:
+                actions.extend(await call_provider(provider, ls, params) or [])
+            except Exception as e:
+                ls.report_server_error(e, provider)
+        return actions

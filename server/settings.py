@@ -1,0 +1,89 @@
+"""Typed settings of the ``ptxls`` configuration section.
+
+Clients send camelCase keys (``ptxls.debounceMs``); unknown keys are ignored and a value of
+the wrong type falls back to its default with one message, so a typo never breaks the server.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class LlmSettings:
+    base_url: str | None = None
+    model: str | None = None
+    temperature: float = 0.1
+    seed: int | None = 1234
+    max_tokens: int = 4096
+    timeout_seconds: float = 120.0
+    candidates: int = 2
+    max_rounds: int = 5
+    strategy: str = "direct"  # "direct" | "plan"
+
+
+@dataclass
+class Settings:
+    ptxas_path: str | None = None
+    nvcc_path: str | None = None
+    arch: str | None = None
+    debounce_ms: int = 150
+    save_only_above_bytes: int = 400_000
+    ptxas_timeout_seconds: float = 60.0
+    max_problems: int = 500
+    llm: LlmSettings = field(default_factory=LlmSettings)
+
+
+def _snake(key: str) -> str:
+    out = []
+    for ch in key:
+        if ch.isupper():
+            out.append("_" + ch.lower())
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _coerce(value: Any, default: Any, annotation: str) -> Any:
+    if value is None:
+        return None if "None" in annotation else default
+    if "float" in annotation and isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if "int" in annotation and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if "str" in annotation and isinstance(value, str):
+        return value or (None if "None" in annotation else default)
+    raise TypeError(f"expected {annotation}, got {type(value).__name__}")
+
+
+def _fill(cls, raw: dict, problems: list[str], prefix: str):
+    obj = cls()
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    for key, value in (raw or {}).items():
+        name = _snake(key)
+        if name not in fields:
+            continue
+        f = fields[name]
+        if dataclasses.is_dataclass(getattr(obj, name)):
+            if isinstance(value, dict):
+                setattr(obj, name, _fill(type(getattr(obj, name)), value, problems, f"{prefix}{key}."))
+            continue
+        try:
+            setattr(obj, name, _coerce(value, getattr(obj, name), str(f.type)))
+        except TypeError as e:
+            problems.append(f"setting {prefix}{key}: {e}; using the default {getattr(obj, name)!r}")
+    return obj
+
+
+def settings_from_dict(raw: dict | None) -> tuple[Settings, list[str]]:
+    """Settings from the client's ``ptxls`` section, and a message per ignored value."""
+    problems: list[str] = []
+    if raw is not None and not isinstance(raw, dict):
+        return Settings(), [f"the ptxls settings should be an object, got {type(raw).__name__}"]
+    settings = _fill(Settings, raw or {}, problems, "ptxls.")
+    if settings.debounce_ms < 0 or settings.debounce_ms > 10_000:
+        problems.append(f"setting ptxls.debounceMs={settings.debounce_ms} is out of range 0–10000; using 150")
+        settings.debounce_ms = 150
+    return settings, problems
