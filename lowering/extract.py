@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 _FENCE = re.compile(r"^(?P<fence>```+|~~~+)[ \t]*(?P<tag>[\w+.-]*)[^\n]*\n", re.MULTILINE)
 _ENTRY = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)")
-_PTX_START = re.compile(r"^\s*(//[^\n]*\n\s*)*\.(version|target|address_size|visible|entry)\b", re.MULTILINE)
+_PTX_START = re.compile(
+    r"^\s*(//[^\n]*\n\s*)*\.(version|target|address_size|visible|entry)\b", re.MULTILINE
+)
 
 
 @dataclass(frozen=True)
@@ -33,7 +35,10 @@ def _blocks(reply: str) -> tuple[list[tuple[str, str]], bool]:
         if not m:
             break
         fence = m.group("fence")
-        close = re.compile(rf"^[ \t]*{re.escape(fence[0]) * len(fence)}[{re.escape(fence[0])}]*[ \t]*$", re.MULTILINE)
+        close = re.compile(
+            rf"^[ \t]*{re.escape(fence[0]) * len(fence)}[{re.escape(fence[0])}]*[ \t]*$",
+            re.MULTILINE,
+        )
         c = close.search(reply, m.end())
         if c is None:
             blocks.append((m.group("tag").lower(), reply[m.end() :]))
@@ -77,8 +82,7 @@ def extract_ptx(reply: str | None, kernel: str | None = None) -> Extraction:
         tags = ", ".join(sorted({t or "untagged" for t, _ in blocks}))
         return Extraction(
             None,
-            f"the reply has {len(blocks)} code block(s) ({tags}) but none declares a PTX "
-            "'.entry'",
+            f"the reply has {len(blocks)} code block(s) ({tags}) but none declares a PTX '.entry'",
             len(blocks),
             truncated,
         )

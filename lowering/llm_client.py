@@ -100,8 +100,12 @@ class LlmClient:
                 text = (choice.message.content or "") if choice else ""
                 usage = resp.usage.model_dump() if getattr(resp, "usage", None) else None
                 return ChatReply(
-                    text, resp.model or s.model, choice.finish_reason if choice else None,
-                    1, time.monotonic() - started, usage,
+                    text,
+                    resp.model or s.model,
+                    choice.finish_reason if choice else None,
+                    1,
+                    time.monotonic() - started,
+                    usage,
                 )
             stream = await self._client.chat.completions.create(stream=True, **kwargs)
             parts: list[str] = []
@@ -166,21 +170,29 @@ class LlmClient:
                 if "model" in text and ("not found" in text or "does not exist" in text):
                     raise LlmError("model", await self._model_message(e), status=400) from e
                 raise LlmError(
-                    "bad_request", f"{self.endpoint} rejected the request (HTTP 400): {_short(e)}",
+                    "bad_request",
+                    f"{self.endpoint} rejected the request (HTTP 400): {_short(e)}",
                     status=400,
                 ) from e
             except (o.RateLimitError, o.InternalServerError, o.APIStatusError) as e:
                 status = getattr(e, "status_code", None)
                 if isinstance(e, o.RateLimitError) and "insufficient_quota" in str(e):
-                    raise LlmError("rate_limit", f"{self.endpoint}: quota exhausted (HTTP 429): {_short(e)}", status=429) from e
+                    raise LlmError(
+                        "rate_limit",
+                        f"{self.endpoint}: quota exhausted (HTTP 429): {_short(e)}",
+                        status=429,
+                    ) from e
                 if status is not None and status < 500 and status != 429:
                     raise LlmError(
-                        "bad_request", f"{self.endpoint} answered HTTP {status}: {_short(e)}",
+                        "bad_request",
+                        f"{self.endpoint} answered HTTP {status}: {_short(e)}",
                         status=status,
                     ) from e
                 kind = "rate_limit" if status == 429 else "server"
                 reason = f"HTTP {status}"
-                final = f"{self.endpoint} kept failing ({reason}: {_short(e)}) after {attempt} attempts"
+                final = (
+                    f"{self.endpoint} kept failing ({reason}: {_short(e)}) after {attempt} attempts"
+                )
                 wait = _retry_after(e)
             except (o.APITimeoutError, TimeoutError) as e:
                 kind, reason = "timeout", f"no reply within {s.timeout_s:g} s"
@@ -198,7 +210,9 @@ class LlmClient:
             if attempt > s.retries:
                 raise LlmError(kind, final)
             delay = wait if wait is not None else s.retry_backoff_s * (2 ** (attempt - 1))
-            log.info("LLM request failed (%s); retry %d/%d in %.2f s", reason, attempt, s.retries, delay)
+            log.info(
+                "LLM request failed (%s); retry %d/%d in %.2f s", reason, attempt, s.retries, delay
+            )
             if on_retry:
                 on_retry(reason, delay)
             await asyncio.sleep(delay)

@@ -64,7 +64,10 @@ async def compile_check(
     """Lints + ptxas on ``ptx``. A missing ptxas is not a candidate's fault: it raises
     PtxasUnavailable, and the loop stops with that message instead of blaming the model."""
     result = await check_ptx(
-        ptx, PtxCheckOptions(arch=arch, ptxas_path=ptxas_path, timeout=timeout, file_name="candidate.ptx")
+        ptx,
+        PtxCheckOptions(
+            arch=arch, ptxas_path=ptxas_path, timeout=timeout, file_name="candidate.ptx"
+        ),
     )
     errors = [p for p in result.problems if p.severity is Severity.ERROR]
     warnings = [p for p in result.problems if p.severity is Severity.WARNING]
@@ -93,9 +96,22 @@ class ExpectedParam:
         t = re.sub(r"\b(const|volatile|unsigned|signed)\b", " ", self.c_type).split()
         base = t[-1] if t else ""
         return {
-            "int": 32, "float": 32, "uint32_t": 32, "int32_t": 32, "double": 64, "long": 64,
-            "int64_t": 64, "uint64_t": 64, "size_t": 64, "short": 16, "half": 16, "__half": 16,
-            "char": 8, "bool": 8, "int8_t": 8, "uint8_t": 8,
+            "int": 32,
+            "float": 32,
+            "uint32_t": 32,
+            "int32_t": 32,
+            "double": 64,
+            "long": 64,
+            "int64_t": 64,
+            "uint64_t": 64,
+            "size_t": 64,
+            "short": 16,
+            "half": 16,
+            "__half": 16,
+            "char": 8,
+            "bool": 8,
+            "int8_t": 8,
+            "uint8_t": 8,
         }.get(base)
 
 
@@ -112,7 +128,9 @@ def interface_problems(ptx: str, kernel: str, params: list[ExpectedParam] | None
     entry = next((e for e in entries if e.name == kernel), None)
     if entry is None:
         names = ", ".join(e.name for e in entries)
-        return [f"the entry must be named '{kernel}' (found: {names}); keep the source kernel's name, unmangled"]
+        return [
+            f"the entry must be named '{kernel}' (found: {names}); keep the source kernel's name, unmangled"
+        ]
     if params is None:
         return []
     problems = []
@@ -129,7 +147,9 @@ def interface_problems(ptx: str, kernel: str, params: list[ExpectedParam] | None
         if bits and m and int(m.group(1)) != bits and not got.array:
             problems.append(
                 f"parameter {i + 1} ('{want.c_type} {want.name}') must be a {bits}-bit .param "
-                f"({'.u64 for a pointer' if want.is_pointer else ''}), not {got.type}".replace(" ()", "")
+                f"({'.u64 for a pointer' if want.is_pointer else ''}), not {got.type}".replace(
+                    " ()", ""
+                )
             )
     return problems
 

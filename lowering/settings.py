@@ -142,7 +142,9 @@ def _coerce(name: str, value: object) -> object:
     return value
 
 
-def _apply(s: LlmSettings, values: Mapping[str, object], names: Mapping[str, str], where: str) -> list[str]:
+def _apply(
+    s: LlmSettings, values: Mapping[str, object], names: Mapping[str, str], where: str
+) -> list[str]:
     problems = []
     for key, name in names.items():
         if key not in values or values[key] is None:
@@ -150,7 +152,9 @@ def _apply(s: LlmSettings, values: Mapping[str, object], names: Mapping[str, str
         try:
             setattr(s, name, _coerce(name, values[key]))
         except (TypeError, ValueError) as e:
-            problems.append(f"{where} {key}={values[key]!r} ignored ({e}); using {getattr(s, name)!r}")
+            problems.append(
+                f"{where} {key}={values[key]!r} ignored ({e}); using {getattr(s, name)!r}"
+            )
     return problems
 
 

@@ -149,7 +149,9 @@ def triton_kernels(text: str) -> list[SourceKernel]:
             m = re.match(r"(\s*)def\s+(\w+)", lines[j])
             indent = len(m.group(1))
             k = j + 1
-            while k < len(lines) and (not lines[k].strip() or len(lines[k]) - len(lines[k].lstrip()) > indent):
+            while k < len(lines) and (
+                not lines[k].strip() or len(lines[k]) - len(lines[k].lstrip()) > indent
+            ):
                 k += 1
             found.append(SourceKernel("triton", m.group(2), "\n".join(lines[i:k]), i, k - 1))
     return found
@@ -198,7 +200,11 @@ def ptx_entries(text: str) -> list[SourceKernel]:
     module, _ = parse_ptx(text)
     return [
         SourceKernel(
-            "ptx", f.name, text, f.span.start.line, f.span.end.line,
+            "ptx",
+            f.name,
+            text,
+            f.span.start.line,
+            f.span.end.line,
         )
         for f in module.entries
     ]

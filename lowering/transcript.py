@@ -55,9 +55,7 @@ class Transcript:
             path.parent.mkdir(parents=True, exist_ok=True)
 
     @classmethod
-    def create(
-        cls, root: Path, label: str, secrets: Iterable[str | None] = ()
-    ) -> Transcript:
+    def create(cls, root: Path, label: str, secrets: Iterable[str | None] = ()) -> Transcript:
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         folder = Path(root) / TRANSCRIPTS_DIR
         path = folder / f"{stamp}-{_slug(label)}-{os.getpid()}.jsonl"

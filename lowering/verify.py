@@ -17,7 +17,9 @@ class VerifyResult:
     ok: bool
     tested: bool  # False: nothing ran on a GPU (no device, no spec, harness missing)
     summary: str  # one line for progress and the report: "gpu: 6/6 cases passed on NVIDIA H200"
-    feedback: str = ""  # for the model when not ok: case, size, first wrong indices, expected vs got
+    feedback: str = (
+        ""  # for the model when not ok: case, size, first wrong indices, expected vs got
+    )
     gpu: str = ""  # device name when tested
     passed_cases: list[str] = field(default_factory=list)
     kernel_ms: float | None = None  # median time of the largest case, when timed
@@ -77,12 +79,18 @@ def gpu_verifier(
         ok = bool(_get(report, "passed", "ok", default=False))
         gpu = str(_get(report, "gpu", "device", "gpu_name", default="") or "")
         cases = _get(report, "cases", default=[]) or []
-        passed = [str(_get(c, "label", "name", default=_get(c, "n", default="?"))) for c in cases if _get(c, "passed", "ok", default=False)]
+        passed = [
+            str(_get(c, "label", "name", default=_get(c, "n", default="?")))
+            for c in cases
+            if _get(c, "passed", "ok", default=False)
+        ]
         summary = _get(report, "summary", default=None)
         if callable(summary):
             summary = summary()
         if not summary:
-            summary = f"gpu: {len(passed)}/{len(cases)} cases passed" + (f" on {gpu}" if gpu else "")
+            summary = f"gpu: {len(passed)}/{len(cases)} cases passed" + (
+                f" on {gpu}" if gpu else ""
+            )
         feedback = "" if ok else api.failure_feedback(report)
         return VerifyResult(
             ok=ok,

@@ -1,0 +1,258 @@
+"""A scripted OpenAI-compatible server on loopback, for tests and benchmarks.
+
+Real HTTP (``http.server`` in a thread): ``POST /v1/chat/completions`` (JSON, or SSE when the
+request asks ``"stream": true``) and ``GET /v1/models``. Each request takes the next ``Step`` of
+the script (or asks a responder function), so a test states exactly what the "model" says, which
+status codes and delays happen, and then inspects what the client sent (``requests``). The code
+under test talks to it through the real openai SDK and cannot tell it from a real endpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Step:
+    content: str = ""  # the assistant's reply
+    status: int = 200
+    delay: float = 0.0  # seconds before answering (a timeout test sets more than the client waits)
+    headers: dict[str, str] = field(default_factory=dict)  # e.g. {"Retry-After": "0"}
+    error: str = ""  # message of an error body (status != 200)
+    chunk_size: int = 40  # characters per SSE chunk when streaming
+    finish_reason: str = "stop"
+
+
+def reply(content: str, **kw) -> Step:
+    return Step(content=content, **kw)
+
+
+def fenced(ptx: str, prose: str = "Launch with block 256, grid ceil(n/256).") -> str:
+    return f"{prose}\n\n```ptx\n{ptx.strip()}\n```\n"
+
+
+Responder = Callable[[dict, int], Step]
+
+
+@dataclass
+class Seen:
+    path: str
+    body: dict
+    headers: dict[str, str]
+    at: float
+
+
+class ScriptedLLM:
+    def __init__(
+        self,
+        script: list[Step] | Responder | None = None,
+        models: tuple[str, ...] = ("scripted-model",),
+    ):
+        self._script = script if script is not None else []
+        self.models = models
+        self.requests: list[Seen] = []
+        self._lock = threading.Lock()
+        self._index = 0
+        self._closing = threading.Event()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # ---- lifecycle
+    def start(self) -> ScriptedLLM:
+        handler = _make_handler(self)
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="scripted-llm", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._closing.set()
+        if self._server:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def __enter__(self) -> ScriptedLLM:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    # ---- script
+    def set_script(self, script: list[Step] | Responder) -> None:
+        with self._lock:
+            self._script, self._index = script, 0
+
+    def next_step(self, body: dict) -> Step:
+        with self._lock:
+            i = self._index
+            self._index += 1
+            script = self._script
+        if callable(script):
+            return script(body, i)
+        if i < len(script):
+            return script[i]
+        return Step(
+            status=500, error=f"scripted server: script exhausted after {len(script)} steps"
+        )
+
+    @property
+    def chat_requests(self) -> list[Seen]:
+        return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    def wait_closing(self, seconds: float) -> bool:
+        return self._closing.wait(seconds)
+
+
+def _make_handler(owner: ScriptedLLM):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args) -> None:  # keep test output clean
+            pass
+
+        def _json(self, status: int, payload: dict, headers: dict[str, str] | None = None) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            owner.requests.append(Seen(self.path, {}, dict(self.headers), time.time()))
+            if self.path.rstrip("/").endswith("/models"):
+                self._json(
+                    200,
+                    {
+                        "object": "list",
+                        "data": [
+                            {"id": m, "object": "model", "owned_by": "scripted"}
+                            for m in owner.models
+                        ],
+                    },
+                )
+            else:
+                self._json(
+                    404, {"error": {"message": f"no route {self.path}", "type": "not_found"}}
+                )
+
+        def do_POST(self) -> None:  # noqa: N802
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body = json.loads(raw or b"{}")
+            except json.JSONDecodeError:
+                self._json(
+                    400, {"error": {"message": "invalid JSON", "type": "invalid_request_error"}}
+                )
+                return
+            owner.requests.append(Seen(self.path, body, dict(self.headers), time.time()))
+            if not self.path.rstrip("/").endswith("/chat/completions"):
+                self._json(
+                    404, {"error": {"message": f"no route {self.path}", "type": "not_found"}}
+                )
+                return
+            if body.get("model") not in owner.models:
+                self._json(
+                    404,
+                    {
+                        "error": {
+                            "message": f"The model '{body.get('model')}' does not exist",
+                            "type": "invalid_request_error",
+                            "code": "model_not_found",
+                        }
+                    },
+                )
+                return
+            step = owner.next_step(body)
+            if step.delay and owner.wait_closing(step.delay):
+                return
+            if step.status != 200:
+                self._json(
+                    step.status,
+                    {
+                        "error": {
+                            "message": step.error or f"scripted status {step.status}",
+                            "type": "scripted",
+                        }
+                    },
+                    step.headers,
+                )
+                return
+            model = body.get("model")
+            created = int(time.time())
+            if body.get("stream"):
+                self._stream(step, model, created)
+                return
+            self._json(
+                200,
+                {
+                    "id": "chatcmpl-scripted",
+                    "object": "chat.completion",
+                    "created": created,
+                    "model": model,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": step.content},
+                            "finish_reason": step.finish_reason,
+                        }
+                    ],
+                    "usage": {
+                        "prompt_tokens": 0,
+                        "completion_tokens": len(step.content) // 4,
+                        "total_tokens": len(step.content) // 4,
+                    },
+                },
+                step.headers,
+            )
+
+        def _stream(self, step: Step, model: str, created: int) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            for k, v in step.headers.items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.close_connection = True
+
+            def event(delta: dict, finish: str | None) -> None:
+                chunk = {
+                    "id": "chatcmpl-scripted",
+                    "object": "chat.completion.chunk",
+                    "created": created,
+                    "model": model,
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                }
+                self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+                self.wfile.flush()
+
+            try:
+                event({"role": "assistant", "content": ""}, None)
+                text = step.content
+                for i in range(0, len(text), max(step.chunk_size, 1)):
+                    event({"content": text[i : i + step.chunk_size]}, None)
+                event({}, step.finish_reason)
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+    return Handler
