@@ -32,6 +32,9 @@ CONFIG_KEYS = {
     "fewshot": "fewshot_count",
     "arch": "arch",
     "stream": "stream",
+    # the spellings of the VS Code extension's contributed settings
+    "maxRounds": "rounds",
+    "timeoutSeconds": "timeout_s",
 }
 
 # environment variable → dataclass field (the OpenAI SDK's own names where they exist)

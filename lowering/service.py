@@ -1,0 +1,271 @@
+"""Lowering as one call, for the CLI and the language server: pick the kernel, run the nvcc
+reference or the LLM loop, add the provenance header, decide the output file.
+
+Nothing here writes the result: the CLI writes the file, the server sends a WorkspaceEdit (the
+editor owns the buffer). Transcripts are written as the loop runs, under
+``<workspace>/.ptxls/transcripts/``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ptxls.fewshot.retrieve import pick_examples
+
+from .loop import LoopOptions, LoopResult, Progress, run_loop
+from .nvcc_reference import lower_with_nvcc
+from .provenance import OutputPlan, Provenance, plan_output, with_header
+from .settings import LlmSettings
+from .sources import SourceKernel, kernels_in, language_of
+from .transcript import Transcript
+from .verify import Verifier, compile_only_verifier, gpu_availability, gpu_verifier
+
+
+@dataclass
+class LowerJob:
+    source_path: Path
+    text: str
+    backend: str = "llm"  # "llm" or "nvcc"
+    kernel: str | None = None  # by name ...
+    line: int | None = None  # ... or the one at this 0-based line
+    describe: str | None = None  # a plain-language request instead of a kernel in the file
+    optimize: bool = False  # "Optimize with LLM": all candidates verified and timed, fastest kept
+    arch: str | None = None
+    output: Path | None = None
+    workspace: Path | None = None  # transcripts go under <workspace>/.ptxls/transcripts
+    ptxas_path: str | None = None
+    nvcc_path: str | None = None
+
+
+@dataclass
+class LowerOutcome:
+    ok: bool
+    message: str
+    kernel: str = ""
+    ptx: str = ""  # with the provenance header
+    output: OutputPlan | None = None
+    report: str = ""
+    transcript: Path | None = None
+    loop: LoopResult | None = None
+    gpu_tested: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def choose_kernel(job: LowerJob) -> SourceKernel | str:
+    """The kernel (or request) the job is about, or a message saying why there is none."""
+    if job.describe:
+        from .sources import requests
+
+        found = requests("// @ptx: " + job.describe.strip())
+        if found:
+            if job.kernel and not found[0].name:
+                found[0].name = job.kernel
+            return found[0]
+        return "empty description"
+    language = language_of(str(job.source_path))
+    if language is None:
+        return f"{job.source_path.name}: not a .cu, .py or .ptx file"
+    found = kernels_in(job.text, language)
+    if job.backend == "nvcc":
+        found = [k for k in found if k.kind == "cuda"]
+    if job.line is not None:
+        # the line wins, but a name given with it must agree (the buffer may have moved)
+        at = [k for k in found if k.contains(job.line) and (not job.kernel or k.name == job.kernel)]
+        if at:
+            return at[0]
+        if not job.kernel:
+            return f"no kernel at line {job.line + 1} of {job.source_path.name}"
+    if job.kernel:
+        named = [k for k in found if k.name == job.kernel]
+        if named:
+            return named[0]
+        names = ", ".join(k.name or "(request)" for k in found) or "none"
+        return f"no kernel '{job.kernel}' in {job.source_path.name} (found: {names})"
+    kernels = [k for k in found if k.kind != "request"]
+    if len(kernels) == 1:
+        return kernels[0]
+    if not found:
+        return f"no kernel in {job.source_path.name}"
+    if len(found) == 1:
+        return found[0]
+    names = ", ".join(k.name or "(request)" for k in found)
+    return f"{job.source_path.name} has several kernels ({names}): name one with --kernel"
+
+
+def _shown_path(path: Path, root: Path | None) -> str:
+    try:
+        return str(path.resolve().relative_to((root or Path.cwd()).resolve()))
+    except ValueError:
+        return str(path)
+
+
+async def lower_nvcc(job: LowerJob, progress: Progress | None = None) -> LowerOutcome:
+    src = choose_kernel(job)
+    if isinstance(src, str):
+        return LowerOutcome(False, src)
+    if src.kind != "cuda":
+        return LowerOutcome(False, "the nvcc reference lowering needs a CUDA __global__ kernel")
+    arch = job.arch or "sm_90"
+    (progress or (lambda _m: None))(f"nvcc -ptx -arch={arch} {job.source_path.name}")
+    res = await lower_with_nvcc(
+        job.text,
+        file_path=str(job.source_path),
+        kernel=src.name,
+        arch=arch,
+        nvcc_path=job.nvcc_path,
+        ptxas_path=job.ptxas_path,
+    )
+    if not res.ok:
+        return LowerOutcome(False, res.message, src.name, notes=res.notes)
+    prov = Provenance(
+        backend="nvcc",
+        source=_shown_path(job.source_path, job.workspace),
+        kernel=src.name,
+        tool=res.tool,
+        rounds="1 (deterministic compiler output)",
+        compile=res.compile_summary,
+        gpu="not GPU-tested (compiler reference)",
+        notes=tuple(res.notes),
+    )
+    ptx = with_header(res.ptx, prov)
+    plan = plan_output(job.source_path, src.name, "nvcc", ptx, job.output)
+    report = f"nvcc lowering of {src.name}: {res.compile_summary}\n" + "\n".join(
+        f"  {n}" for n in res.notes
+    )
+    return LowerOutcome(
+        True,
+        f"{src.name}: nvcc reference lowering, {res.compile_summary}",
+        src.name,
+        ptx,
+        plan,
+        report,
+        notes=res.notes,
+    )
+
+
+def default_verifier(src: SourceKernel, job: LowerJob) -> tuple[Verifier, str]:
+    """GPU-test against the source where a GPU is present and the source is a reference the
+    harness can run (CUDA); otherwise compile-checked only, saying why."""
+    available, reason = gpu_availability()
+    if not available:
+        return compile_only_verifier(f"no GPU: {reason}"), reason
+    if src.kind == "cuda":
+        return gpu_verifier(reference_cuda=job.text, reference_kernel=src.name), ""
+    if src.kind == "ptx":
+        return gpu_verifier(reference_ptx=job.text, reference_kernel=src.name), ""
+    why = (
+        "no reference to test against for a plain-language request"
+        if src.kind == "request"
+        else "no runnable Triton reference"
+    )
+    return compile_only_verifier(why), why
+
+
+def loop_options(settings: LlmSettings, job: LowerJob, reference_ptx: str = "") -> LoopOptions:
+    return LoopOptions(
+        candidates=settings.candidates,
+        rounds=settings.rounds,
+        strategy=settings.strategy,
+        optimize=job.optimize,
+        seed=settings.seed,
+        arch=job.arch or settings.arch,
+        ptxas_path=job.ptxas_path,
+        file_name=job.source_path.name,
+        reference_ptx=reference_ptx,
+    )
+
+
+async def lower_llm(
+    job: LowerJob,
+    settings: LlmSettings,
+    *,
+    progress: Progress | None = None,
+    cancel: asyncio.Event | None = None,
+    verifier: Verifier | None = None,
+    client=None,
+) -> LowerOutcome:
+    if not settings.ready:
+        return LowerOutcome(False, settings.not_ready_message())
+    src = choose_kernel(job)
+    if isinstance(src, str):
+        return LowerOutcome(False, src)
+    if verifier is None:
+        verifier, _ = default_verifier(src, job)
+    root = job.workspace or job.source_path.parent
+    transcript = Transcript.create(
+        root, f"{job.source_path.stem}-{src.name or 'request'}", [settings.api_key]
+    )
+    transcript.record("settings", **settings.public_dict())
+    examples = pick_examples(src.text, settings.fewshot_count)
+    own_client = client is None
+    if own_client:
+        from .llm_client import LlmClient, LlmError
+
+        try:
+            client = LlmClient(settings)
+        except LlmError as e:
+            return LowerOutcome(False, str(e))
+    try:
+        result = await run_loop(
+            src,
+            client=client,
+            examples=examples,
+            opts=loop_options(settings, job),
+            transcript=transcript,
+            verifier=verifier,
+            progress=progress,
+            cancel=cancel,
+        )
+    finally:
+        if own_client:
+            await client.aclose()
+    shown_transcript = _shown_path(transcript.path, root) if transcript.path else ""
+    outcome = LowerOutcome(
+        result.ok,
+        result.message,
+        result.kernel,
+        report=result.report(),
+        transcript=transcript.path,
+        loop=result,
+    )
+    if not result.ok or result.best is None:
+        outcome.message = f"{result.message} (transcript: {shown_transcript})"
+        return outcome
+    best = result.best
+    from ptxls.diagnostics.ptx_parse import parse_ptx
+
+    kernel = src.name or next((e.name for e in parse_ptx(best.ptx)[0].entries), "kernel")
+    v = best.verify
+    gpu_line = v.summary if v else "not GPU-tested"
+    last = best.rounds[-1]
+    prov = Provenance(
+        backend="llm",
+        source=_shown_path(job.source_path, job.workspace)
+        if not job.describe
+        else f"request: {src.text[:120]}",
+        kernel=kernel,
+        model=best.model or settings.model or "",
+        rounds=f"{len(best.rounds)} (candidate {best.index} of {settings.candidates}, max {settings.rounds} rounds, strategy {settings.strategy})",
+        compile=last.summary.split(";")[0],
+        gpu=gpu_line,
+        transcript=shown_transcript,
+    )
+    outcome.ptx = with_header(best.ptx, prov)
+    outcome.kernel = kernel
+    outcome.gpu_tested = bool(v and v.tested)
+    outcome.output = plan_output(job.source_path, kernel, "llm", outcome.ptx, job.output)
+    outcome.message = f"{kernel}: {result.message}"
+    return outcome
+
+
+async def lower(job: LowerJob, settings: LlmSettings | None = None, **kw) -> LowerOutcome:
+    if job.backend == "nvcc":
+        return await lower_nvcc(job, kw.get("progress"))
+    if settings is None:
+        from .settings import from_env
+
+        settings, _ = from_env(os.environ)
+    return await lower_llm(job, settings, **kw)
