@@ -96,7 +96,12 @@ def apply(
         key, sep, value = text.partition(":")
         key, value = key.strip(), value.strip()
         if not sep or not re.fullmatch(r"\w+", key):
-            bad(f"'{text}' is not 'NAME: ...' (e.g. 'c: out f32[n]', 'sizes: 0 1 257')", text, ln, col)
+            bad(
+                f"'{text}' is not 'NAME: ...' (e.g. 'c: out f32[n]', 'sizes: 0 1 257')",
+                text,
+                ln,
+                col,
+            )
             continue
         try:
             if key in _SPECIAL:
@@ -105,7 +110,7 @@ def apply(
                 _apply_param(spec, key, value, building)
             touched = True
         except (ValueError, KeyError) as e:
-            bad(str(e).strip("'\""), text, ln, col)
+            bad(str(e.args[0]) if e.args else str(e), text, ln, col)
     if touched:
         spec.origin.append(f"{where} (line {items[0][1] + 1})")
     return spec, problems
@@ -135,7 +140,9 @@ def _apply_special(spec: TestSpec, key: str, value: str) -> None:
         spec.timing_runs = max(1, exprs.evaluate_int(value, {}))
     elif key == "ref":
         if "=" not in value:
-            raise ValueError(f"'ref: {value}' needs an assignment to an output, e.g. 'ref: c = a + b'")
+            raise ValueError(
+                f"'ref: {value}' needs an assignment to an output, e.g. 'ref: c = a + b'"
+            )
         spec.numpy_ref = value if spec.numpy_ref is None else spec.numpy_ref + "; " + value
     elif key == "launch":
         _apply_launch(spec.launch, value, _names(spec))
@@ -144,10 +151,18 @@ def _apply_special(spec: TestSpec, key: str, value: str) -> None:
 def _apply_launch(launch: LaunchSpec, value: str, names: set[str]) -> None:
     parts = re.split(r"\b(grid|block|shared)\s*=", value)
     if parts[0].strip() or len(parts) < 3:
-        raise ValueError(f"'launch: {value}' should read 'launch: grid=EXPR block=EXPR [shared=EXPR]'")
+        raise ValueError(
+            f"'launch: {value}' should read 'launch: grid=EXPR block=EXPR [shared=EXPR]'"
+        )
     for k, expr in zip(parts[1::2], parts[2::2], strict=True):
         expr = expr.strip()
-        for e in expr.split(","):
+        dims = exprs.split_dims(expr)
+        if not 1 <= len(dims) <= (1 if k == "shared" else 3):
+            raise ValueError(
+                f"'{k}={expr}' should be one expression"
+                + ("" if k == "shared" else " or up to three, 'x, y, z'")
+            )
+        for e in dims:
             exprs.check(e, names)
         setattr(launch, k, expr)
 

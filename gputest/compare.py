@@ -68,7 +68,11 @@ def _fmt(v: float) -> str:
 
 
 def compare(
-    name: str, dt: DType, expected_raw: np.ndarray, got_raw: np.ndarray, poison_raw: np.ndarray,
+    name: str,
+    dt: DType,
+    expected_raw: np.ndarray,
+    got_raw: np.ndarray,
+    poison_raw: np.ndarray,
     rtol: float | None = None,
 ) -> Comparison:
     """``*_raw`` are arrays in the storage dtype (bf16 as uint16 bits), same length."""
@@ -131,4 +135,6 @@ def changed(name: str, before: np.ndarray, after: np.ndarray) -> str:
     if len(diff) == 0:
         return ""
     idx = ", ".join(str(int(i)) for i in diff[:MAX_SHOWN])
-    return f"input {name} was modified: {len(diff)} of {len(before)} elements changed (first at {idx})"
+    return (
+        f"input {name} was modified: {len(diff)} of {len(before)} elements changed (first at {idx})"
+    )

@@ -62,17 +62,10 @@ def driver_version() -> int:
 
 
 def max_ptx_isa_for_driver(version: int) -> tuple[int, int]:
-    """Highest PTX ISA the driver's JIT accepts: CUDA 12.x ships ISA 8.x, 13.x ships 9.x, with
-    the minor release number as the ISA minor (13.0 → 9.0, seen on the H200; 12.8 → 8.7 is the
-    one exception to minor = minor)."""
-    major, minor = version // 1000, (version % 1000) // 10
-    if major >= 13:
-        return (9, minor)
-    if major == 12:
-        return (8, minor - 1 if minor >= 8 else minor)
-    if major == 11:
-        return (7, minor)
-    return (6, 4)
+    """Highest PTX ISA the driver's JIT accepts (13.0 → 9.0); one table, kept in diagnostics/."""
+    from ptxls.diagnostics.gpu_probe import max_isa_for_driver
+
+    return max_isa_for_driver(version) or (0, 0)
 
 
 class Context:
@@ -85,8 +78,20 @@ class Context:
         self.name = call("cuDeviceGetName", 256, self.device).split(b"\0")[0].decode()
         attr = cu.CUdevice_attribute
         self.cc = (
-            int(call("cuDeviceGetAttribute", attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, self.device)),
-            int(call("cuDeviceGetAttribute", attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, self.device)),
+            int(
+                call(
+                    "cuDeviceGetAttribute",
+                    attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                    self.device,
+                )
+            ),
+            int(
+                call(
+                    "cuDeviceGetAttribute",
+                    attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                    self.device,
+                )
+            ),
         )
         self.ctx = call("cuDevicePrimaryCtxRetain", self.device)
         call("cuCtxSetCurrent", self.ctx)
@@ -163,7 +168,9 @@ def synchronize() -> None:
     call("cuCtxSynchronize")
 
 
-def launch(fn, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int, args: list[np.ndarray]) -> None:
+def launch(
+    fn, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int, args: list[np.ndarray]
+) -> None:
     """``args``: one 1-element numpy array per kernel parameter holding its value (pointers as
     uint64); the driver reads each through the pointer array built here."""
     ptrs = np.array([a.ctypes.data for a in args], dtype=np.uint64)

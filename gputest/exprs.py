@@ -81,8 +81,10 @@ def _eval(node: ast.AST, env: dict, text: str):
             return _FUNCS[node.func.id](*args)
         except (TypeError, ValueError, ZeroDivisionError) as e:
             raise ExprError(f"'{text}': {e}") from None
-    raise ExprError(f"'{text}': only numbers, names, + - * / // % ** << >> and "
-                    f"{', '.join(_FUNCS)}() are allowed")
+    raise ExprError(
+        f"'{text}': only numbers, names, + - * / // % ** << >> and "
+        f"{', '.join(_FUNCS)}() are allowed"
+    )
 
 
 def evaluate_int(text: str, env: dict[str, float | int]) -> int:
@@ -92,3 +94,17 @@ def evaluate_int(text: str, env: dict[str, float | int]) -> int:
             raise ExprError(f"'{text}' is {v}, not a whole number")
         v = int(v)
     return v
+
+
+def split_dims(text: str) -> list[str]:
+    """'ceil(n/256), 4' → ['ceil(n/256)', '4']: commas outside parentheses separate x, y, z."""
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur.strip())
+    return [p for p in parts if p]

@@ -8,6 +8,7 @@ case attached; the worker decides whether the process must be replaced.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from . import cuda_driver as cd
 from . import exprs
 from .compare import changed, compare
 from .dtypes import DTYPES, DType, from_float64, poison, random_values, to_float64
+from .launch import launch_dims, scalar_env
 from .spec import ParamSpec, TestSpec
 
 GUARD_BYTES = 16384  # poisoned bands before and after every buffer: out-of-bounds writes show
@@ -53,27 +55,6 @@ class Buffer:
     def read(self) -> np.ndarray:
         """The whole allocation, guard bands included, as raw bytes."""
         return cd.download(self.base, np.empty(self.nbytes + 2 * GUARD_BYTES, np.uint8))
-
-
-def launch_dims(spec: TestSpec, env: dict) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
-    def dims(text: str) -> tuple[int, int, int]:
-        vals = [max(1, exprs.evaluate_int(e, env)) for e in text.split(",")]
-        return tuple((vals + [1, 1])[:3])  # type: ignore[return-value]
-
-    # A grid of 0 blocks is a launch error, so n = 0 runs one block: a kernel without a bounds
-    # check then shows itself by writing into the guard band.
-    return dims(spec.launch.grid), dims(spec.launch.block), exprs.evaluate_int(spec.launch.shared, env)
-
-
-def scalar_env(spec: TestSpec, n: int) -> dict:
-    env: dict = {"n": n}
-    for p in spec.params:
-        if p.role == "size":
-            env[p.name] = n
-    for p in spec.params:
-        if p.role == "scalar":
-            env[p.name] = exprs.evaluate(p.value or "0", env)
-    return env
 
 
 def scalar_arg(p: ParamSpec, value) -> np.ndarray:
@@ -122,19 +103,17 @@ class Harness:
 
     # -- one test ----------------------------------------------------------------------------
 
-    def run(self, req: dict) -> dict:
+    def run(self, req: dict, kernel_fn, ref_fn, cases: list[dict]) -> dict:
+        """Run every case of ``req`` into ``cases`` (so the caller still has the finished ones
+        when a CaseError ends the run)."""
         spec = TestSpec.from_dict(req["spec"])
-        kernel_fn = req["_kernel_fn"]
         ref = req["reference"]
-        ref_fn = req.get("_ref_fn")
         seed = int(req["seed"])
         do_time = bool(req.get("time", True))
-        cases = []
         ceiling = self.measure_copy_ceiling() if do_time else None
         for i, n in enumerate(spec.sizes):
-            case_seed = seed + i
             cases.append(
-                self.run_case(spec, kernel_fn, ref, ref_fn, n, case_seed, i, do_time, ceiling)
+                self.run_case(spec, kernel_fn, ref, ref_fn, n, seed + i, i, do_time, ceiling)
             )
         return {"cases": cases, "copy_ceiling_gbps": ceiling}
 
@@ -154,7 +133,9 @@ class Harness:
                 lengths[p.name] = max(0, exprs.evaluate_int(p.length, env))
                 if p.role in ("in", "inout"):
                     host_inputs[p.name] = random_values(DTYPES[p.dtype], lengths[p.name], rng)
-        where = f"in case n={n} (seed {seed}), launch grid={_d(grid)} block={_d(block)} shared={shared}"
+        where = (
+            f"in case n={n} (seed {seed}), launch grid={_d(grid)} block={_d(block)} shared={shared}"
+        )
         bufs = self._alloc(spec, lengths, host_inputs)
         ref_bufs: list[Buffer] = []
         try:
@@ -175,21 +156,24 @@ class Harness:
             if do_time and n > 0:
                 self._time(spec, kernel_fn, bufs, env, grid, block, shared, case, where, ceiling)
                 if ref["kind"] == "cuda":
-                    case["ref_time_ms"] = self._median_ms(ref_fn, spec, ref_bufs, env, grid, block, shared, where, case)
+                    case["ref_time_ms"] = self._median_ms(
+                        ref_fn, spec, ref_bufs, env, grid, block, shared, where, case
+                    )
                 # Correctness again, on what the timed runs left behind.
                 again = {b.param.name: b.read() for b in bufs}
                 retimed = {"messages": [], "outputs": []}
                 if ok and not self._check(spec, bufs, again, expected, retimed):
                     ok = False
-                    case["messages"].append("wrong after the timed runs: " + "; ".join(retimed["messages"]))
+                    case["messages"].append(
+                        "wrong after the timed runs: " + "; ".join(retimed["messages"])
+                    )
             case["passed"] = ok
             return case
         finally:
             for b in bufs + ref_bufs:
-                try:
+                # A dead context frees nothing; the process is replaced anyway.
+                with contextlib.suppress(cd.CudaError):
                     cd.free(b.base)
-                except cd.CudaError:
-                    pass  # a dead context frees nothing; the process is replaced anyway
 
     def _alloc(self, spec, lengths, host_inputs) -> list[Buffer]:
         bufs = []
@@ -202,7 +186,9 @@ class Harness:
             data = host_inputs.get(p.name)
             if data is None:
                 data = poison(dt, length)
-            whole = np.concatenate([guard.view(np.uint8), data.view(np.uint8), guard.view(np.uint8)])
+            whole = np.concatenate(
+                [guard.view(np.uint8), data.view(np.uint8), guard.view(np.uint8)]
+            )
             b = Buffer(p, dt, length, cd.alloc(whole.nbytes), host_inputs.get(p.name))
             cd.upload(b.base, whole)
             bufs.append(b)
@@ -261,10 +247,8 @@ class Harness:
         for b in bufs:  # inout data must be the same input for every timed run
             if b.param.role == "inout" and b.nbytes:
                 pristine[b.param.name] = (b, cd.alloc(b.nbytes))
-                cd.copy_d2d(pristine[b.param.name][1], b.ptr, b.nbytes)
+                cd.upload(pristine[b.param.name][1], b.host_in)
         try:
-            for b, copy in pristine.values():
-                cd.copy_d2d(copy, b.ptr, 0)
             cd.launch(fn, grid, block, shared, args)  # warm-up (instruction cache, TLB)
             times = []
             for _ in range(spec.timing_runs):
@@ -285,10 +269,8 @@ class Harness:
             raise CaseError(e, where + " (timed runs)", case) from None
         finally:
             for _, copy in pristine.values():
-                try:
+                with contextlib.suppress(cd.CudaError):
                     cd.free(copy)
-                except cd.CudaError:
-                    pass
 
     def _time(self, spec, fn, bufs, env, grid, block, shared, case, where, ceiling) -> None:
         ms = self._median_ms(fn, spec, bufs, env, grid, block, shared, where, case)
@@ -306,7 +288,11 @@ class Harness:
 
 
 def _d(dims) -> str:
-    return "(" + ",".join(str(x) for x in dims) + ")" if any(x != 1 for x in dims[1:]) else str(dims[0])
+    return (
+        "(" + ",".join(str(x) for x in dims) + ")"
+        if any(x != 1 for x in dims[1:])
+        else str(dims[0])
+    )
 
 
 def _data(b: Buffer, raw: np.ndarray) -> np.ndarray:
@@ -327,7 +313,9 @@ def _guard_damage(b: Buffer, raw: np.ndarray) -> str:
     hit = np.flatnonzero(before != pattern)
     if len(hit):
         lo, hi = (hit[0] - GUARD_BYTES) // item, (hit[-1] - GUARD_BYTES) // item
-        spans.append(f"{len(np.unique(hit // item))} elements before the start ({b.param.name}[{lo}..{hi}])")
+        spans.append(
+            f"{len(np.unique(hit // item))} elements before the start ({b.param.name}[{lo}..{hi}])"
+        )
     if not spans:
         return ""
     return (
@@ -346,7 +334,9 @@ def numpy_reference(spec, host_inputs, lengths, env, expr: str) -> dict[str, np.
         if p.is_pointer:
             dt = DTYPES[p.dtype]
             ns[p.name] = (
-                to_float64(dt, host_inputs[p.name]) if p.name in host_inputs else np.zeros(lengths[p.name])
+                to_float64(dt, host_inputs[p.name])
+                if p.name in host_inputs
+                else np.zeros(lengths[p.name])
             )
     out: dict[str, np.ndarray] = {}
     for stmt in [s.strip() for s in expr.split(";") if s.strip()]:

@@ -33,7 +33,16 @@ def find_entries(text: str) -> list[PtxEntry]:
         col = name_at - (code.rfind("\n", 0, name_at) + 1)
         decl_line = code.count("\n", 0, m.start() + (len(m.group(0)) - len(m.group(0).lstrip())))
         params = _PARAM.findall(m.group(3))
-        entries.append(PtxEntry(m.group(2), line, col, decl_line, [t for t, _, _ in params], [n for _, n, _ in params]))
+        entries.append(
+            PtxEntry(
+                m.group(2),
+                line,
+                col,
+                decl_line,
+                [t for t, _, _ in params],
+                [n for _, n, _ in params],
+            )
+        )
     return entries
 
 

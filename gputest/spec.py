@@ -73,9 +73,13 @@ class SpecProblem:
     line: int = -1
     col: int = 0
     end_col: int = 0
+    file: str = ""  # the file the line is in, when it is not the one being tested
 
     def __str__(self) -> str:
-        return f"line {self.line + 1}: {self.message}" if self.line >= 0 else self.message
+        where = f"{self.file}:" if self.file else ""
+        if self.line >= 0:
+            return f"{where}{self.line + 1}:{self.col + 1}: {self.message}"
+        return f"{where} {self.message}".strip() if where else self.message
 
 
 def validate(spec: TestSpec) -> list[SpecProblem]:

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# One call on the GPU machine for issue 3: machine facts, the GPU tests (vec_add + every bad
+# kernel, transcript of each report), the latency benchmark. Everything lands in $OUT.
+# Usage (device run tool): bash bench/gpu_h200.sh
+source scripts/device-env.sh
+OUT=${OUT:-/tmp/gputest-out}; mkdir -p "$OUT"
+{
+  echo "date: $(date -u +%FT%TZ)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader
+  python3 -c 'import sys, numpy; from cuda.bindings import driver; print("python", sys.version.split()[0], "numpy", numpy.__version__)'
+  ptxas --version | tail -1; nvcc --version | tail -1
+} 2>&1 | tee "$OUT/gputest-machine.txt"
+export PTXLS_GPU_TRANSCRIPT="$OUT/gputest-h200-reports.md"
+: > "$PTXLS_GPU_TRANSCRIPT"
+python3 -m pytest tests/gpu -v --noconftest -p no:cacheprovider -o addopts="" 2>&1 | tee "$OUT/gputest-h200-pytest.txt"
+python3 bench/gputest_latency.py --out "$OUT/gputest-latency-h200.json" 2>&1 | tee "$OUT/gputest-latency-h200.txt"
+for f in "$@"; do python3 -c "
+import asyncio, sys
+from ptxls.gputest.api import run_gpu_test_file, format_table
+for r in asyncio.run(run_gpu_test_file(sys.argv[1], timeout_s=3)): print(format_table(r))
+" "$f"; done

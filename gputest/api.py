@@ -1,0 +1,296 @@
+"""What other rooms call. Everything here is async or cheap, never blocks the event loop, and
+never raises on bad user code: a kernel that faults, hangs or is wrong is a TestReport.
+
+    report = await run_gpu_test(ptx_text, "vec_add", reference_cuda=cu_text)
+    print(format_table(report))          # hover / CLI
+    prompt += failure_feedback(report)   # LLM repair loop
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from . import build
+from .cuda_source import find_kernels
+from .launch import launch_dims, scalar_env
+from .pairing import SpecResolution, infer_spec_from_cuda, spec_for_ptx
+from .ptx_source import ptx_target
+from .report import (
+    BUILD_ERROR,
+    ERROR,
+    FAIL,
+    NO_GPU,
+    PASS,
+    SPEC_ERROR,
+    TIMEOUT,
+    CaseResult,
+    TestReport,
+    failure_feedback,
+    format_table,
+)  # fmt: skip
+from .spec import TestSpec
+from .supervisor import Supervisor, shared_supervisor
+
+__all__ = [
+    "run_gpu_test", "run_gpu_test_cuda", "run_gpu_test_file", "infer_spec_from_cuda",
+    "spec_for_ptx", "gpu_available", "format_table", "failure_feedback", "TestReport",
+    "TestSpec", "CaseResult", "kernels_in",
+]  # fmt: skip
+
+DEFAULT_TIMEOUT_S = 10.0  # per step: a launch that takes longer is treated as hung
+
+
+def no_gpu_text(reason: str) -> str:
+    return f"no CUDA device ({reason})"
+
+
+async def gpu_available(supervisor: Supervisor | None = None) -> tuple[bool, str]:
+    """(True, 'NVIDIA H200 (sm_90), driver CUDA 13.0') or (False, 'no CUDA device (why)').
+    Asks the worker, so the answer is what a test would meet; the worker stays warm."""
+    sup = supervisor or shared_supervisor()
+    reply = await sup.request({"op": "hello"}, timeout_s=60)
+    if reply.timed_out:
+        return False, no_gpu_text("the GPU worker did not start within 60 s")
+    if reply.crashed:
+        return False, no_gpu_text(f"the GPU worker exited at start: {reply.stderr_tail}")
+    if reply.data.get("no_device") or not reply.data.get("ok"):
+        return False, no_gpu_text(reply.data.get("no_device") or reply.data.get("error", "unknown"))
+    d = reply.data["device"]
+    return (
+        True,
+        f"{d['name']} ({d['arch']}), driver CUDA {d['driver_cuda']}, PTX ISA ≤ {'.'.join(map(str, d['max_ptx_isa']))} for its JIT",
+    )
+
+
+def kernels_in(text: str, language: str) -> list[tuple[str, int, int]]:
+    """(name, line, col) of every kernel: .entry in PTX, __global__ in CUDA."""
+    if language == "ptx":
+        from .ptx_source import find_entries
+
+        return [(e.name, e.line, e.col) for e in find_entries(text)]
+    return [(k.name, k.line, k.col) for k in find_kernels(text)]
+
+
+async def run_gpu_test(
+    ptx_text: str,
+    kernel: str,
+    spec: TestSpec | None = None,
+    *,
+    reference_cuda: str | None = None,
+    reference_path: str | None = None,
+    ptx_path: str | None = None,
+    sizes: list[int] | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    supervisor: Supervisor | None = None,
+    arch: str | None = None,
+    ptxas: str | None = None,
+    nvcc: str | None = None,
+    seed: int | None = None,
+    time_it: bool = True,
+    on_progress: Callable[[str], None] | None = None,
+) -> TestReport:
+    """Test ``kernel`` of ``ptx_text`` on the GPU. The spec comes from ``spec``, else the paired
+    CUDA (``reference_cuda`` or found beside ``ptx_path``) and/or the PTX's ``@gputest``
+    annotation. The reference is ``reference_cuda`` compiled by nvcc, else the annotation's numpy
+    expression, else the paired CUDA, else the kernel itself (self-consistency only)."""
+    started = time.monotonic()
+    resolution = SpecResolution(spec, [], reference_cuda, reference_path)
+    if spec is None:
+        resolution = spec_for_ptx(ptx_text, kernel, ptx_path=ptx_path,
+                                  reference_cuda=reference_cuda, reference_path=reference_path)  # fmt: skip
+    report = await _run(
+        kernel_source=("ptx", ptx_text), kernel=kernel, resolution=resolution, sizes=sizes,
+        timeout_s=timeout_s, supervisor=supervisor, arch=arch, ptxas=ptxas, nvcc=nvcc, seed=seed,
+        time_it=time_it, on_progress=on_progress, explicit_cuda_ref=reference_cuda is not None,
+    )  # fmt: skip
+    report.seconds = time.monotonic() - started
+    return report
+
+
+async def run_gpu_test_cuda(
+    cuda_text: str, kernel: str, *, path: str = "", reference_cuda: str | None = None, **kw
+) -> TestReport:
+    """Test a ``__global__`` kernel compiled by nvcc against its annotation's numpy reference,
+    or a given reference CUDA, or (with neither) itself: then only self-consistency is checked."""
+    started = time.monotonic()
+    spec, problems = infer_spec_from_cuda(cuda_text, kernel, path=path)
+    resolution = SpecResolution(spec, problems, reference_cuda, None)
+    report = await _run(kernel_source=("cuda", cuda_text), kernel=kernel, resolution=resolution,
+                        explicit_cuda_ref=reference_cuda is not None, **kw)  # fmt: skip
+    report.seconds = time.monotonic() - started
+    return report
+
+
+async def run_gpu_test_file(
+    path: str, kernel: str | None = None, *, ref: str | None = None, **kw
+) -> list[TestReport]:
+    """The CLI's entry: every kernel of a .ptx or .cu file (or the one named)."""
+    p = Path(path)
+    text = p.read_text(errors="replace")
+    language = "ptx" if p.suffix == ".ptx" else "cuda"
+    names = [k for k, _, _ in kernels_in(text, language)]
+    if kernel:
+        names = [kernel]
+    if not names:
+        return [TestReport(kernel or p.name, SPEC_ERROR,
+                           summary=f"no kernels in {path} (.entry in PTX, __global__ in CUDA)")]  # fmt: skip
+    ref_text = Path(ref).read_text(errors="replace") if ref else None
+    reports = []
+    for name in names:
+        if language == "ptx":
+            reports.append(await run_gpu_test(text, name, ptx_path=str(p), reference_cuda=ref_text,
+                                              reference_path=ref, **kw))  # fmt: skip
+        else:
+            reports.append(
+                await run_gpu_test_cuda(text, name, path=str(p), reference_cuda=ref_text, **kw)
+            )
+    return reports
+
+
+async def _run(
+    *, kernel_source, kernel, resolution: SpecResolution, sizes=None, timeout_s=DEFAULT_TIMEOUT_S,
+    supervisor=None, arch=None, ptxas=None, nvcc=None, seed=None, time_it=True, on_progress=None,
+    explicit_cuda_ref=False,
+) -> TestReport:  # fmt: skip
+    spec = resolution.spec
+    if spec is None or resolution.problems:
+        return TestReport(kernel, SPEC_ERROR, problems=resolution.problems,
+                          summary="the test spec has problems; nothing ran")  # fmt: skip
+    spec = TestSpec.from_dict(spec.to_dict())  # callers keep theirs unchanged
+    if sizes:
+        spec.sizes = list(sizes)
+    run_seed = (
+        seed
+        if seed is not None
+        else spec.seed
+        if spec.seed is not None
+        else random.randrange(1, 2**31)
+    )
+    report = TestReport(kernel, ERROR, sizes=list(spec.sizes), seed=run_seed)
+    sup = supervisor or shared_supervisor()
+
+    ok, why = await gpu_available(sup)
+    if not ok:
+        report.status, report.summary = NO_GPU, why
+        return report
+    device = sup.device or {}
+    report.device = device
+    kind, text = kernel_source
+    target = arch or _arch_for(
+        ptx_target(text) if kind == "ptx" else None, device.get("arch", "sm_90")
+    )
+
+    # Build the kernel and the reference at the same time (two subprocesses).
+    if explicit_cuda_ref or (not spec.numpy_ref and resolution.reference_source):
+        ref_kind = "cuda"
+    elif spec.numpy_ref:
+        ref_kind = "numpy"
+    else:
+        ref_kind = "self"
+    jobs = [build.assemble_ptx(text, target, ptxas=ptxas) if kind == "ptx"
+            else build.compile_cuda(text, kernel, target, nvcc=nvcc)]  # fmt: skip
+    if ref_kind == "cuda":
+        jobs.append(build.compile_cuda(resolution.reference_source, kernel, target, nvcc=nvcc))
+    built = await asyncio.gather(*jobs)
+    kb = built[0]
+    kernel_req = {"name": kb.symbol or kernel, "cubin_path": kb.cubin_path, "assembler": kb.tool,
+                  "ptx": text if kind == "ptx" else None}  # fmt: skip
+    if kb.cubin_path is None:
+        if kind == "ptx" and ("not found" in kb.error or "could not run" in kb.error):
+            report.notes.append(f"{kb.error.splitlines()[0]} — using the driver JIT instead")
+        else:
+            report.status, report.summary = BUILD_ERROR, kb.error
+            return report
+    if ref_kind == "cuda":
+        rb = built[1]
+        if rb.cubin_path is None:
+            report.status, report.summary = BUILD_ERROR, f"the reference did not build: {rb.error}"
+            return report
+        ref_req = {"kind": "cuda", "name": rb.symbol, "cubin_path": rb.cubin_path}
+        where = (
+            Path(resolution.reference_path).name
+            if resolution.reference_path
+            else "the reference CUDA"
+        )
+        report.reference = f"nvcc -O3 {where} ({rb.tool.split(' (')[0]})"
+    elif ref_kind == "numpy":
+        ref_req = {"kind": "numpy", "expr": spec.numpy_ref}
+        report.reference = f"numpy in float64: {spec.numpy_ref}"
+    else:
+        ref_req = {"kind": "self"}
+        report.reference = (
+            "none — the kernel against itself (self-consistency, poison and bounds only)"
+        )
+        report.notes.append(
+            "no independent reference: add '// @gputest ref: out = ...' or pair a .cu"
+        )
+
+    msg = {"op": "run", "spec": spec.to_dict(), "seed": run_seed, "time": time_it,
+           "kernel": kernel_req, "reference": ref_req}  # fmt: skip
+    reply = await sup.request(msg, timeout_s=timeout_s, on_progress=on_progress)
+    report.worker_restarted = reply.restarted
+    data = reply.data
+    result = data.get("result") or {}
+    report.cases = [CaseResult.from_dict(c) for c in result.get("cases", [])]
+    report.copy_ceiling_gbps = result.get("copy_ceiling_gbps")
+    load = result.get("load") or {}
+    if load.get("path") == "cubin":
+        report.load_path = f"cubin from {kb.tool.split(' (')[0]} -arch={target}"
+    elif load.get("path"):
+        report.load_path = "PTX through the driver JIT"
+    report.jit_log = load.get("jit_log", "")
+    report.notes += load.get("notes", [])
+    if reply.timed_out:
+        report.status = TIMEOUT
+        step = f" while: {reply.last_progress}" if reply.last_progress else ""
+        report.summary = (f"timeout: no answer within {timeout_s:g} s{step} — the kernel is hung "
+                          "(infinite loop?); the worker was killed and will be replaced")  # fmt: skip
+        _mark_hung_case(report, reply.last_progress, spec)
+    elif reply.crashed:
+        report.summary = (
+            f"the GPU worker died during the test ({reply.stderr_tail}); it will be replaced"
+        )
+    elif not data.get("ok"):
+        if data.get("no_device"):
+            report.status, report.summary = NO_GPU, no_gpu_text(data["no_device"])
+        else:
+            report.summary = data.get("error", "unknown error")
+            if data.get("sticky"):
+                report.summary += " — the CUDA context is lost; the worker was replaced"
+            if load.get("error"):
+                report.status = BUILD_ERROR
+    else:
+        report.status = PASS if report.cases and all(c.passed for c in report.cases) else FAIL
+        bad = report.failing_case
+        if bad is not None:
+            report.summary = f"case n={bad.n}: " + "; ".join(bad.messages)
+    return report
+
+
+def _arch_for(ptx_target_arch: str | None, device_arch: str) -> str:
+    """The device's sm_XX, or the file's arch-specific variant of it (sm_90a) when it asks."""
+    if ptx_target_arch and ptx_target_arch.startswith(device_arch):
+        return ptx_target_arch
+    return device_arch
+
+
+def _mark_hung_case(report: TestReport, progress: str, spec: TestSpec) -> None:
+    """Turn 'case 3/6 n=255: running k' into a failed CaseResult, so tables show where it hung."""
+    import re
+
+    m = re.match(r"case (\d+)/\d+ n=(\d+)", progress or "")
+    if not m:
+        return
+    idx, n = int(m.group(1)) - 1, int(m.group(2))
+    if all(c.index != idx for c in report.cases):
+        try:
+            grid, block, shared = launch_dims(spec, scalar_env(spec, n))
+            launch = {"grid": list(grid), "block": list(block), "shared": shared}
+        except Exception:  # noqa: BLE001 - the table still shows the case without its launch
+            launch = {}
+        report.cases.append(CaseResult(idx, n, (report.seed or 0) + idx, False,
+                                       messages=[report.summary], launch=launch))  # fmt: skip

@@ -1,0 +1,138 @@
+"""Where a kernel's test spec comes from.
+
+For CUDA: the signature, then the ``@gputest`` annotation above the kernel. For PTX: the paired
+CUDA source (given explicitly, named in the provenance header ``// source: file.cu``, or the
+``.cu`` beside the ``.ptx`` with the same base name), then the PTX file's own annotation, which
+wins. Either way the result is checked against the PTX entry's real parameters, since a spec
+that disagrees with the ABI would launch garbage.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import annotations
+from .cuda_source import find_kernels, infer_spec
+from .dtypes import DTYPES
+from .ptx_source import find_entries, provenance_source
+from .spec import SpecProblem, TestSpec, validate
+
+
+@dataclass
+class SpecResolution:
+    spec: TestSpec | None
+    problems: list[SpecProblem] = field(default_factory=list)
+    reference_source: str | None = None  # the paired CUDA text, when there is one
+    reference_path: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.spec is not None and not self.problems
+
+
+def infer_spec_from_cuda(
+    source: str, kernel: str, *, path: str = "", check: bool = True
+) -> tuple[TestSpec | None, list[SpecProblem]]:
+    """The spec of ``kernel`` in CUDA ``source``: signature, then its annotation. With
+    ``check``, also what makes the spec unusable (a scalar without a value, no output)."""
+    kernels = find_kernels(source)
+    match = next((k for k in kernels if k.name == kernel), None)
+    if match is None:
+        have = ", ".join(k.name for k in kernels) or "none"
+        return None, [
+            SpecProblem(f"no __global__ kernel '{kernel}' (kernels here: {have})", file=path)
+        ]
+    spec, problems = infer_spec(match)
+    spec, ann = annotations.apply(spec, source.splitlines(), match.decl_line, kernel,
+                                  where=f"@gputest in {Path(path).name or 'the CUDA source'}")  # fmt: skip
+    problems = [dataclasses.replace(p, file=path) for p in problems + ann]
+    if check and spec is not None:
+        problems += [dataclasses.replace(p, file=path, line=match.line) for p in validate(spec)]
+    return spec, problems
+
+
+def paired_cuda_path(ptx_text: str, ptx_path: str | None) -> Path | None:
+    if not ptx_path:
+        return None
+    here = Path(ptx_path).parent
+    named = provenance_source(ptx_text)
+    if named:
+        # Relative to the .ptx, or to any folder above it (the lowering writes workspace paths).
+        for candidate in [here / named, *(d / named for d in here.parents), Path(named)]:
+            if candidate.is_file():
+                return candidate
+    beside = Path(ptx_path).with_suffix(".cu")
+    return beside if beside.is_file() else None
+
+
+def spec_for_ptx(
+    ptx_text: str,
+    kernel: str,
+    *,
+    ptx_path: str | None = None,
+    reference_cuda: str | None = None,
+    reference_path: str | None = None,
+) -> SpecResolution:
+    entries = find_entries(ptx_text)
+    entry = next((e for e in entries if e.name == kernel), None)
+    if entry is None:
+        have = ", ".join(e.name for e in entries) or "none"
+        return SpecResolution(
+            None, [SpecProblem(f"no .entry '{kernel}' in the PTX (entries: {have})")]
+        )
+    if reference_cuda is None:
+        pair = paired_cuda_path(ptx_text, ptx_path)
+        if pair is not None:
+            reference_cuda, reference_path = pair.read_text(errors="replace"), str(pair)
+    spec: TestSpec | None = None
+    problems: list[SpecProblem] = []
+    if reference_cuda is not None:
+        spec, problems = infer_spec_from_cuda(
+            reference_cuda, kernel, path=reference_path or "reference.cu", check=False
+        )
+        if spec is None:
+            return SpecResolution(None, problems, reference_cuda, reference_path)
+    lines = ptx_text.splitlines()
+    spec, ann = annotations.apply(spec, lines, entry.decl_line, kernel,
+                                  where="@gputest in the PTX")  # fmt: skip
+    if spec is None:
+        return SpecResolution(None, [SpecProblem(
+            f"no test spec for '{kernel}': pair it with a CUDA source (same base name, or "
+            "'// source: file.cu' in the header, or --ref) or annotate it, e.g. "
+            "'// @gputest a: in f32[n]; b: in f32[n]; c: out f32[n]; n: size; ref: c = a + b'",
+            entry.line, entry.col, entry.col + len(kernel))])  # fmt: skip
+    problems += ann
+    problems += [dataclasses.replace(p, line=entry.line) for p in validate(spec)]
+    if not problems:
+        problems += abi_problems(spec, entry)
+    # De-duplicate (validate may repeat what inference said).
+    seen, unique = set(), []
+    for p in problems:
+        if p.message not in seen:
+            seen.add(p.message)
+            unique.append(p)
+    return SpecResolution(spec, unique, reference_cuda, reference_path)
+
+
+_BITS = {".u64": 8, ".s64": 8, ".b64": 8, ".f64": 8, ".u32": 4, ".s32": 4, ".b32": 4, ".f32": 4,
+         ".u16": 2, ".s16": 2, ".b16": 2, ".f16": 2, ".bf16": 2, ".u8": 1, ".s8": 1, ".b8": 1}  # fmt: skip
+
+
+def abi_problems(spec: TestSpec, entry) -> list[SpecProblem]:
+    """The spec's parameters against the .entry's: same count, pointers 64-bit, scalar sizes."""
+    at = dict(line=entry.line, col=entry.col, end_col=entry.col + len(entry.name))
+    if len(spec.params) != len(entry.param_types):
+        return [SpecProblem(
+            f"the spec has {len(spec.params)} parameters ({', '.join(p.name for p in spec.params)}) "
+            f"but .entry {entry.name} takes {len(entry.param_types)}", **at)]  # fmt: skip
+    problems = []
+    for i, (p, t) in enumerate(zip(spec.params, entry.param_types, strict=True)):
+        size = _BITS.get(t)
+        want = 8 if p.is_pointer else DTYPES[p.dtype].itemsize if p.dtype in DTYPES else None
+        if size is not None and want is not None and size != want:
+            what = "a pointer (64-bit)" if p.is_pointer else f"{p.dtype} ({want} bytes)"
+            problems.append(SpecProblem(
+                f"parameter {i} ('{p.name}') is {what} in the spec but {t} in .entry {entry.name}", **at))  # fmt: skip
+    return problems

@@ -1,0 +1,197 @@
+"""The result of a GPU test, and the two ways it is read: a small table (hover, CLI) and a
+failure text for the LLM repair loop (case, size, first wrong indices, expected vs got, how many
+wrong, launch configuration)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from .spec import SpecProblem
+
+# status values
+PASS, FAIL, ERROR, NO_GPU, SPEC_ERROR, BUILD_ERROR, TIMEOUT = (
+    "pass", "fail", "error", "no-gpu", "spec-error", "build-error", "timeout",
+)  # fmt: skip
+
+
+@dataclass
+class CaseResult:
+    index: int
+    n: int
+    seed: int
+    passed: bool
+    max_rel_err: float = 0.0
+    time_ms: float | None = None
+    ref_time_ms: float | None = None
+    gbps: float | None = None
+    messages: list[str] = field(default_factory=list)
+    launch: dict = field(default_factory=dict)  # grid [x,y,z], block [x,y,z], shared bytes
+    outputs: list[dict] = field(default_factory=list)
+    suspicious: bool = False
+
+    @classmethod
+    def from_dict(cls, d: dict) -> CaseResult:
+        known = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
+        return cls(**known)
+
+    def launch_text(self) -> str:
+        if not self.launch:
+            return ""
+        g, b = self.launch.get("grid", [1]), self.launch.get("block", [1])
+        fmt = lambda v: ",".join(map(str, v)) if any(x != 1 for x in v[1:]) else str(v[0])  # noqa: E731
+        return f"grid={fmt(g)} block={fmt(b)} shared={self.launch.get('shared', 0)}"
+
+
+@dataclass
+class TestReport:
+    kernel: str
+    status: str
+    summary: str = ""  # one line: what happened
+    cases: list[CaseResult] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)  # every size asked for (cases may stop early)
+    seed: int | None = None
+    reference: str = ""  # what the outputs were compared with
+    load_path: str = ""  # "cubin (ptxas 13.5 …)" or "driver JIT"
+    jit_log: str = ""
+    device: dict = field(default_factory=dict)
+    copy_ceiling_gbps: float | None = None
+    problems: list[SpecProblem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    worker_restarted: bool = False
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASS
+
+    @property
+    def failing_case(self) -> CaseResult | None:
+        return next((c for c in self.cases if not c.passed), None)
+
+    @property
+    def timed_case(self) -> CaseResult | None:
+        """The largest case that was timed: the one whose ratio and GB/s mean something."""
+        timed = [c for c in self.cases if c.time_ms]
+        return max(timed, key=lambda c: c.n) if timed else None
+
+    @property
+    def ratio(self) -> float | None:
+        c = self.timed_case
+        return c.time_ms / c.ref_time_ms if c and c.ref_time_ms else None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _ms(v: float | None) -> str:
+    if v is None:
+        return "—"
+    return f"{v * 1000:.1f} µs" if v < 1 else f"{v:.3f} ms"
+
+
+def _err(c: CaseResult) -> str:
+    if not c.outputs and not c.passed:
+        return "—"
+    return "0" if c.max_rel_err == 0 else f"{c.max_rel_err:.1e}"
+
+
+def format_table(report: TestReport) -> str:
+    """Markdown: a status line, a table per case, then time against the reference and GB/s.
+    Reads well as plain text too (the CLI prints the same)."""
+    lines = [headline(report)]
+    if report.problems:
+        lines += [f"- {p}" for p in report.problems]
+    if report.cases:
+        lines += [
+            "",
+            "| n | result | max rel err | time | ref time |",
+            "|---:|:---|---:|---:|---:|",
+        ]
+        for c in report.cases:
+            result = "pass" if c.passed else "**FAIL**"
+            lines.append(
+                f"| {c.n} | {result} | {_err(c)} | {_ms(c.time_ms)} | {_ms(c.ref_time_ms)} |"
+            )
+        done = {c.n for c in report.cases}
+        for n in report.sizes[len(report.cases) :]:
+            if n not in done:
+                lines.append(f"| {n} | not run | — | — | — |")
+        lines.append("")
+    t = report.timed_case
+    if t is not None:
+        if report.ratio is not None:
+            lines.append(f"time vs reference at n={t.n}: **{report.ratio:.2f}×** "
+                         f"({_ms(t.time_ms)} vs {_ms(t.ref_time_ms)}; < 1 is faster)")  # fmt: skip
+        if t.gbps:
+            share = (f" = {100 * t.gbps / report.copy_ceiling_gbps:.0f}% of the measured copy ceiling "
+                     f"({report.copy_ceiling_gbps:.0f} GB/s)") if report.copy_ceiling_gbps else ""  # fmt: skip
+            lines.append(f"effective bandwidth at n={t.n}: {t.gbps:.0f} GB/s{share}")
+    bad = report.failing_case
+    if bad is not None:
+        lines.append(f"failed case n={bad.n} (seed {bad.seed}, {bad.launch_text()}):")
+        lines += [f"- {m}" for m in bad.messages]
+    for c in report.cases:
+        if c.suspicious and c is not bad:
+            lines += [f"- n={c.n}: {m}" for m in c.messages if m.startswith("suspicious")]
+    lines.append(footer(report))
+    lines += [f"note: {n}" for n in report.notes]
+    if report.jit_log and report.status != PASS:
+        lines.append("driver JIT log:\n" + report.jit_log)
+    return "\n".join(line for line in lines if line is not None).strip()
+
+
+def headline(report: TestReport) -> str:
+    word = {PASS: "PASS", FAIL: "FAIL", ERROR: "ERROR", NO_GPU: "NO GPU", SPEC_ERROR: "NO TEST SPEC",
+            BUILD_ERROR: "BUILD FAILED", TIMEOUT: "TIMEOUT"}.get(report.status, report.status.upper())  # fmt: skip
+    passed = sum(c.passed for c in report.cases)
+    count = f" — {passed}/{len(report.sizes)} cases pass" if report.cases else ""
+    text = f"**GPU test {report.kernel}: {word}**{count}"
+    if report.summary and report.status != PASS:
+        text += f"\n\n{report.summary}"
+    return text
+
+
+def footer(report: TestReport) -> str:
+    bits = []
+    if report.device:
+        d = report.device
+        bits.append(
+            f"{d.get('name', '?')} ({d.get('arch', '?')}, driver CUDA {d.get('driver_cuda', '?')})"
+        )
+    if report.load_path:
+        bits.append(f"loaded as {report.load_path}")
+    if report.reference:
+        bits.append(f"reference: {report.reference}")
+    if report.seed is not None:
+        bits.append(f"seed {report.seed}")
+    if report.seconds:
+        bits.append(f"{report.seconds:.2f} s")
+    if report.worker_restarted:
+        bits.append("worker replaced")
+    return ("_" + "; ".join(bits) + "_") if bits else ""
+
+
+def failure_feedback(report: TestReport) -> str:
+    """Plain text for the LLM repair prompt: what failed, specifically enough to fix it."""
+    if report.passed:
+        return f"GPU test of {report.kernel} passed all {len(report.cases)} cases."
+    lines = [f"GPU test of kernel {report.kernel} failed ({report.status})."]
+    if report.summary:
+        lines.append(report.summary)
+    lines += [str(p) for p in report.problems]
+    ok = [str(c.n) for c in report.cases if c.passed]
+    bad = report.failing_case
+    if bad is not None:
+        lines.append(
+            f"Case n={bad.n} (case {bad.index + 1} of {len(report.sizes)}, seed {bad.seed}), "
+            f"launch {bad.launch_text()}:"
+        )
+        lines += [f"  {m}" for m in bad.messages]
+        others = [c for c in report.cases if not c.passed and c is not bad]
+        if others:
+            lines.append("Also failing: " + ", ".join(f"n={c.n}" for c in others) + ".")
+    if ok:
+        lines.append("Passing sizes: " + ", ".join(ok) + ".")
+    if report.jit_log and report.status in (BUILD_ERROR, ERROR):
+        lines.append("JIT log:\n" + report.jit_log)
+    return "\n".join(lines)

@@ -1,0 +1,174 @@
+"""The parent's side of the worker: start it, send requests, read replies, kill it.
+
+Asyncio all the way (the language server's loop must never block): the worker is a
+``create_subprocess_exec`` child; each step of a request has a wall-clock timeout that restarts
+whenever the worker reports progress, so a hung kernel is killed within ``timeout_s`` of its
+launch. After a timeout, a crash or a sticky CUDA error the process is discarded and the next
+request starts a fresh one; otherwise the warm worker is reused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+
+START_TIMEOUT_S = 60.0  # interpreter + cuInit + context: ~0.8 s on the H200, more on a busy box
+
+
+@dataclass
+class WorkerReply:
+    """What came back: the worker's JSON reply, or why there is none."""
+
+    data: dict
+    timed_out: bool = False
+    crashed: bool = False
+    last_progress: str = ""
+    restarted: bool = False  # the worker was discarded after this request
+    stderr_tail: str = ""
+
+
+def default_command() -> list[str]:
+    return [sys.executable, "-m", "ptxls.gputest.worker"]
+
+
+class Supervisor:
+    def __init__(self, command: list[str] | None = None, env: dict[str, str] | None = None):
+        self.command = command or default_command()
+        self.env = env
+        self.proc: asyncio.subprocess.Process | None = None
+        self.lock = asyncio.Lock()
+        self.starts = 0  # how many processes were started (tests and the report read it)
+        self.device: dict | None = None
+        self.no_device: str | None = None
+        self._stderr_task: asyncio.Task | None = None
+        self._stderr_tail: list[str] = []
+
+    @property
+    def warm(self) -> bool:
+        return self.proc is not None and self.proc.returncode is None
+
+    async def _start(self) -> None:
+        env = dict(os.environ if self.env is None else self.env)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        self.proc = await asyncio.create_subprocess_exec(
+            *self.command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+            limit=1 << 24,  # replies carry whole results on one line
+        )
+        self.starts += 1
+        self._stderr_tail = []
+        self._stderr_task = asyncio.create_task(self._drain_stderr(self.proc))
+
+    async def _drain_stderr(self, proc) -> None:
+        # Keep the last lines for crash reports; an undrained pipe would block the worker.
+        while True:
+            line = await proc.stderr.readline()
+            if not line:
+                return
+            self._stderr_tail = (self._stderr_tail + [line.decode(errors="replace").rstrip()])[-20:]
+
+    async def kill(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()  # SIGKILL: a spinning kernel only stops with its process (GPU.md)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(proc.wait(), 10)
+        if self._stderr_task:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._stderr_task, 2)
+
+    async def close(self) -> None:
+        if self.warm:
+            with contextlib.suppress(Exception):
+                self.proc.stdin.write(b'{"op": "exit"}\n')
+                await self.proc.stdin.drain()
+                await asyncio.wait_for(self.proc.wait(), 2)
+        await self.kill()
+
+    async def request(
+        self,
+        msg: dict,
+        timeout_s: float,
+        on_progress: Callable[[str], None] | None = None,
+    ) -> WorkerReply:
+        """Send one request and wait for its reply; one request at a time per worker."""
+        async with self.lock:
+            if not self.warm:
+                await self._start()
+                hello = await self._exchange({"op": "hello"}, START_TIMEOUT_S, None)
+                if hello.timed_out or hello.crashed:
+                    await self.kill()
+                    hello.restarted = True
+                    return hello
+                self.device = hello.data.get("device")
+                self.no_device = hello.data.get("no_device")
+                if msg.get("op") == "hello":
+                    return hello
+            reply = await self._exchange(msg, timeout_s, on_progress)
+            if reply.timed_out or reply.crashed or reply.data.get("sticky"):
+                await self.kill()
+                reply.restarted = True
+            return reply
+
+    async def _exchange(self, msg, timeout_s, on_progress) -> WorkerReply:
+        proc = self.proc
+        assert proc is not None
+        last = ""
+        try:
+            proc.stdin.write((json.dumps(msg) + "\n").encode())
+            await proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            return WorkerReply({}, crashed=True, stderr_tail=await self._tail(proc))
+        while True:
+            try:
+                line = await asyncio.wait_for(proc.stdout.readline(), timeout_s)
+            except TimeoutError:
+                return WorkerReply({}, timed_out=True, last_progress=last)
+            except (ValueError, asyncio.LimitOverrunError):
+                return WorkerReply({"error": "worker reply too large"}, crashed=True)
+            if not line:
+                return WorkerReply(
+                    {}, crashed=True, last_progress=last, stderr_tail=await self._tail(proc)
+                )
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # not ours; the worker keeps its protocol on a private fd anyway
+            if "progress" in data:
+                last = data["progress"]
+                if on_progress:
+                    on_progress(last)
+                continue
+            return WorkerReply(data, last_progress=last)
+
+    async def _tail(self, proc) -> str:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(proc.wait(), 5)
+        if self._stderr_task:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(self._stderr_task), 2)
+        code = proc.returncode
+        tail = "\n".join(self._stderr_tail[-8:])
+        return f"exit code {code}" + (f"\n{tail}" if tail else "")
+
+
+_shared: Supervisor | None = None
+
+
+def shared_supervisor() -> Supervisor:
+    """The process-wide warm worker (the server and CLI use this one)."""
+    global _shared
+    if _shared is None:
+        _shared = Supervisor()
+    return _shared

@@ -1,0 +1,178 @@
+"""The GPU worker: ``python -m ptxls.gputest.worker``. One JSON object per line on stdin, one
+reply per line on stdout; ``{"progress": "..."}`` lines come before a reply so the supervisor
+knows which case is running (and can restart its clock: a timeout is per step).
+
+Requests:
+  {"op": "hello"}  → {"ok": true, "device": {...}} or {"ok": false, "no_device": "why"}
+  {"op": "run", "spec": {...}, "seed": 1, "time": true,
+   "kernel": {"name": "vec_add", "cubin_path": "/tmp/x.cubin" | null, "ptx": "..." | null,
+              "assembler": "ptxas 13.5 (...)"},
+   "reference": {"kind": "cuda", "name": "_Z7vec_addPKfS0_Pfi", "cubin_path": "..."}
+              | {"kind": "numpy", "expr": "c = a + b"} | {"kind": "self"}}
+       → {"ok": true, "result": {...}} or {"ok": false, "error": "...", "sticky": bool, ...}
+  {"op": "exit"}
+
+A CUDA error after which the context is dead is answered with ``"sticky": true`` and the worker
+exits: only a new process gets a working context again (GPU.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+
+_proto = sys.stdout  # replaced in main() by a private copy of fd 1
+
+
+def _send(obj: dict) -> None:
+    _proto.write(json.dumps(obj) + "\n")
+    _proto.flush()
+
+
+class Worker:
+    def __init__(self):
+        self.ctx = None
+        self.harness = None
+        self.no_device: str | None = None
+
+    def ensure_context(self) -> bool:
+        if self.ctx is not None:
+            return True
+        if self.no_device is not None:
+            return False
+        try:
+            from . import cuda_driver as cd
+            from .harness import Harness
+
+            self.ctx = cd.Context()
+            self.harness = Harness(self.ctx, lambda msg: _send({"progress": msg}))
+            return True
+        except Exception as e:  # noqa: BLE001 - every way of having no GPU becomes a reason
+            self.no_device = no_device_reason(e)
+            return False
+
+    def hello(self, req: dict) -> dict:
+        if not self.ensure_context():
+            return {"ok": False, "no_device": self.no_device}
+        return {"ok": True, "device": self.ctx.info(), "pid": os.getpid()}
+
+    def run(self, req: dict) -> dict:
+        from . import cuda_driver as cd
+        from .harness import CaseError
+
+        if not self.ensure_context():
+            return {"ok": False, "no_device": self.no_device}
+        modules = []
+        cases: list[dict] = []
+        load = {}
+        try:
+            kernel_fn, load = self._load(req["kernel"], modules)
+            if kernel_fn is None:
+                return {"ok": False, "error": load["error"], "load": load, "sticky": False}
+            ref_fn = None
+            ref = req["reference"]
+            if ref["kind"] == "cuda":
+                ref_mod = cd.load_cubin(Path(ref["cubin_path"]).read_bytes())
+                modules.append(ref_mod)
+                ref_fn = cd.get_function(ref_mod, ref["name"])
+            result = self.harness.run(req, kernel_fn, ref_fn, cases)
+            result["load"] = load
+            result["device"] = self.ctx.info()
+            return {"ok": True, "result": result}
+        except CaseError as e:
+            e.case["messages"].append(f"{e.err.name} ({e.err.text}) {e.where}")
+            cases.append(e.case)
+            return {
+                "ok": False, "sticky": e.err.sticky, "cuda_error": e.err.name,
+                "error": f"{e.err.name} ({e.err.text}) {e.where}",
+                "result": {"cases": cases, "load": load, "device": self.ctx.info()},
+            }  # fmt: skip
+        except cd.CudaError as e:
+            return {"ok": False, "sticky": e.sticky, "cuda_error": e.name, "error": str(e),
+                    "result": {"cases": cases, "load": load}}  # fmt: skip
+        except Exception as e:  # noqa: BLE001 - a bad spec or reference is data, not a crash
+            return {"ok": False, "sticky": False, "error": f"{type(e).__name__}: {e}",
+                    "result": {"cases": cases, "load": load}}  # fmt: skip
+        finally:
+            for m in modules:
+                with contextlib.suppress(cd.CudaError):
+                    cd.call("cuModuleUnload", m)
+
+    def _load(self, kernel: dict, modules: list):
+        """The kernel's function: from the cubin the project's ptxas made, or through the driver
+        JIT when there is no cubin or the driver refuses it. Says which path ran."""
+        from . import cuda_driver as cd
+
+        load: dict = {"path": "", "assembler": kernel.get("assembler", ""), "jit_log": ""}
+        notes = []
+        if kernel.get("cubin_path"):
+            try:
+                mod = cd.load_cubin(Path(kernel["cubin_path"]).read_bytes())
+                modules.append(mod)
+                load["path"] = "cubin"
+                return cd.get_function(mod, kernel["name"]), load
+            except cd.CudaError as e:
+                if e.sticky:
+                    raise
+                notes.append(f"loading the cubin failed: {e}; trying the driver JIT")
+        if kernel.get("ptx"):
+            mod, log, err = cd.load_ptx_jit(kernel["ptx"])
+            load["jit_log"] = log
+            load["path"] = "driver JIT"
+            if err is None:
+                modules.append(mod)
+                load["notes"] = notes
+                return cd.get_function(mod, kernel["name"]), load
+            notes.append(f"driver JIT failed: {err}" + (f"\n{log}" if log else ""))
+        load["notes"] = notes
+        load["error"] = "; ".join(notes) or "no cubin and no PTX to load"
+        return None, load
+
+
+def no_device_reason(e: BaseException) -> str:
+    text = str(e)
+    if "driver library" in text or "libcuda" in text or "DynamicLibNotFound" in type(e).__name__:
+        return "the NVIDIA driver library (libcuda.so) is not installed on this machine"
+    if isinstance(e, ImportError):
+        return f"cuda-python is not importable: {e}"
+    if "CUDA_ERROR_NO_DEVICE" in text:
+        return "the NVIDIA driver is installed but sees no CUDA device (CUDA_ERROR_NO_DEVICE)"
+    return f"{type(e).__name__}: {text}"
+
+
+def main() -> int:
+    global _proto
+    # Replies go to a private copy of stdout; fd 1 itself now points at stderr, so anything a
+    # library prints cannot corrupt the protocol.
+    _proto = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    worker = Worker()
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            req = json.loads(line)
+        except json.JSONDecodeError as e:
+            _send({"ok": False, "error": f"bad request: {e}"})
+            continue
+        op = req.get("op")
+        try:
+            if op == "exit":
+                _send({"ok": True})
+                return 0
+            reply = worker.hello(req) if op == "hello" else worker.run(req) if op == "run" else {
+                "ok": False, "error": f"unknown op {op!r}"}  # fmt: skip
+        except Exception:  # noqa: BLE001 - report, never die silently
+            reply = {"ok": False, "sticky": True, "error": "worker bug:\n" + traceback.format_exc()}
+        _send(reply)
+        if reply.get("sticky"):
+            return 2  # the context is dead; the supervisor starts a fresh worker
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
