@@ -150,8 +150,11 @@ async def _candidate(
         )
         progress(f"{tag}, round {round_no}: asking the model")
 
+        shown = [0]
+
         def on_text(chars: int) -> None:
-            if chars // 1000 != (chars - 1) // 1000:  # every ~1000 characters, not every token
+            if chars - shown[0] >= 1000:  # every ~1000 characters, not every token
+                shown[0] = chars
                 progress(f"{tag}, round {round_no}: receiving ({chars} chars)")
 
         def on_retry(reason: str, wait: float) -> None:
@@ -364,6 +367,9 @@ async def run_loop(
             f"candidate {best.index} passed in round {len(best.rounds)}: {tested}",
             kernel=src.name,
         )
+    elif done_results and all(c.error.startswith("LLM request failed") for c in done_results):
+        # the model never answered: say why, not "no candidate passed"
+        result = LoopResult(False, None, done_results, done_results[0].error, kernel=src.name)
     else:
         result = LoopResult(
             False,

@@ -146,16 +146,17 @@ async def lower_nvcc(job: LowerJob, progress: Progress | None = None) -> LowerOu
     )
 
 
-def default_verifier(src: SourceKernel, job: LowerJob) -> tuple[Verifier, str]:
-    """GPU-test against the source where a GPU is present and the source is a reference the
-    harness can run (CUDA); otherwise compile-checked only, saying why."""
-    available, reason = gpu_availability()
+async def default_verifier(src: SourceKernel, job: LowerJob) -> tuple[Verifier, str]:
+    """GPU-test against the source where a GPU is present and there is something to test
+    against (the CUDA source, or for "Optimize" the PTX's own pairing/annotation); otherwise
+    compile-checked only, saying why."""
+    available, reason = await gpu_availability()
     if not available:
-        return compile_only_verifier(f"no GPU: {reason}"), reason
+        return compile_only_verifier(reason), reason
     if src.kind == "cuda":
-        return gpu_verifier(reference_cuda=job.text, reference_kernel=src.name), ""
+        return gpu_verifier(reference_cuda=job.text, reference_path=str(job.source_path)), ""
     if src.kind == "ptx":
-        return gpu_verifier(reference_ptx=job.text, reference_kernel=src.name), ""
+        return gpu_verifier(ptx_path=str(job.source_path)), ""
     why = (
         "no reference to test against for a plain-language request"
         if src.kind == "request"
@@ -193,7 +194,7 @@ async def lower_llm(
     if isinstance(src, str):
         return LowerOutcome(False, src)
     if verifier is None:
-        verifier, _ = default_verifier(src, job)
+        verifier, _ = await default_verifier(src, job)
     root = job.workspace or job.source_path.parent
     transcript = Transcript.create(
         root, f"{job.source_path.stem}-{src.name or 'request'}", [settings.api_key]

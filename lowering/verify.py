@@ -37,71 +37,72 @@ def compile_only_verifier(reason: str) -> Verifier:
     return verify
 
 
-def _get(obj, *names, default=None):
-    for n in names:
-        if isinstance(obj, dict) and n in obj:
-            return obj[n]
-        if hasattr(obj, n):
-            return getattr(obj, n)
-    return default
-
-
-def gpu_availability() -> tuple[bool, str]:
+async def gpu_availability() -> tuple[bool, str]:
     """(available, reason) from the GPU-test harness; never raises."""
     try:
         from ptxls.gputest import api
     except Exception as e:  # noqa: BLE001 - a harness that cannot import means "no GPU testing"
         return False, f"GPU test harness unavailable: {type(e).__name__}: {e}"
     try:
-        ok, reason = api.gpu_available()
+        ok, reason = await api.gpu_available()
     except Exception as e:  # noqa: BLE001
-        return False, f"GPU check failed: {e}"
+        return False, f"GPU check failed: {type(e).__name__}: {e}"
     return bool(ok), str(reason)
 
 
-def gpu_verifier(
-    *, spec=None, reference_cuda: str | None = None, reference_kernel: str | None = None, **options
-) -> Verifier:
-    """Run the harness's ``run_gpu_test`` on each candidate. ``spec``: a TestSpec (or None to let
-    the harness derive one from the reference CUDA); extra ``options`` go to the harness."""
+def from_report(report) -> VerifyResult:
+    """A gputest TestReport as the loop's VerifyResult. A spec the harness cannot build or a
+    missing GPU is no fault of the candidate: it passes untested and says so; a build error,
+    a wrong result, a fault or a hang fails it with the harness's feedback."""
+    from ptxls.gputest import api
+    from ptxls.gputest.report import NO_GPU, SPEC_ERROR
+
+    gpu = str((report.device or {}).get("name", ""))
+    passed = [f"n={c.n}" for c in report.cases if c.passed]
+    timed = report.timed_case
+    common = dict(
+        gpu=gpu,
+        passed_cases=passed,
+        kernel_ms=timed.time_ms if timed else None,
+        reference_ms=timed.ref_time_ms if timed else None,
+        details={
+            "status": report.status,
+            "reference": report.reference,
+            "load_path": report.load_path,
+            "seed": report.seed,
+        },
+    )
+    if report.status in (NO_GPU, SPEC_ERROR):
+        return VerifyResult(
+            ok=True,
+            tested=False,
+            summary=f"not GPU-tested ({report.status}: {report.summary})",
+            **common,
+        )
+    if report.passed:
+        speed = ""
+        if timed and timed.ref_time_ms:
+            speed = (
+                f"; {timed.time_ms:.3f} ms vs reference {timed.ref_time_ms:.3f} ms at n={timed.n}"
+            )
+        summary = f"gpu: {len(passed)}/{len(report.sizes)} cases passed on {gpu or 'the GPU'} (seed {report.seed}){speed}"
+        return VerifyResult(ok=True, tested=True, summary=summary, **common)
+    bad = report.failing_case
+    where = f" (case n={bad.n})" if bad else ""
+    summary = f"gpu: {report.status}{where}: {report.summary}"[:300]
+    return VerifyResult(
+        ok=False, tested=True, summary=summary, feedback=api.failure_feedback(report), **common
+    )
+
+
+def gpu_verifier(spec=None, **options) -> Verifier:
+    """Each candidate through ``ptxls.gputest.api.run_gpu_test``; ``options`` go to it
+    (``reference_cuda``, ``reference_path``, ``ptx_path``, ``sizes``, ``seed`` ...)."""
 
     async def verify(ptx: str, kernel: str) -> VerifyResult:
         from ptxls.gputest import api
 
-        kwargs = dict(options)
-        if spec is not None:
-            kwargs["spec"] = spec
-        if reference_cuda is not None:
-            kwargs["reference_cuda"] = reference_cuda
-        if reference_kernel is not None:
-            kwargs["reference_kernel"] = reference_kernel
-        report = await api.run_gpu_test(ptx, kernel, **kwargs)
-        ok = bool(_get(report, "passed", "ok", default=False))
-        gpu = str(_get(report, "gpu", "device", "gpu_name", default="") or "")
-        cases = _get(report, "cases", default=[]) or []
-        passed = [
-            str(_get(c, "label", "name", default=_get(c, "n", default="?")))
-            for c in cases
-            if _get(c, "passed", "ok", default=False)
-        ]
-        summary = _get(report, "summary", default=None)
-        if callable(summary):
-            summary = summary()
-        if not summary:
-            summary = f"gpu: {len(passed)}/{len(cases)} cases passed" + (
-                f" on {gpu}" if gpu else ""
-            )
-        feedback = "" if ok else api.failure_feedback(report)
-        return VerifyResult(
-            ok=ok,
-            tested=bool(_get(report, "ran", "tested", default=True)),
-            summary=str(summary),
-            feedback=feedback,
-            gpu=gpu,
-            passed_cases=passed,
-            kernel_ms=_get(report, "kernel_ms", "time_ms", default=None),
-            reference_ms=_get(report, "reference_ms", default=None),
-            details={"report": repr(report)[:4000]},
-        )
+        report = await api.run_gpu_test(ptx, kernel, spec, **options)
+        return from_report(report)
 
     return verify

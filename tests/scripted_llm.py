@@ -43,7 +43,7 @@ Responder = Callable[[dict, int], Step]
 class Seen:
     path: str
     body: dict
-    headers: dict[str, str]
+    headers: dict[str, str]  # names lowercased
     at: float
 
 
@@ -135,7 +135,9 @@ def _make_handler(owner: ScriptedLLM):
             self.wfile.write(data)
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-            owner.requests.append(Seen(self.path, {}, dict(self.headers), time.time()))
+            owner.requests.append(
+                Seen(self.path, {}, {k.lower(): v for k, v in self.headers.items()}, time.time())
+            )
             if self.path.rstrip("/").endswith("/models"):
                 self._json(
                     200,
@@ -162,7 +164,9 @@ def _make_handler(owner: ScriptedLLM):
                     400, {"error": {"message": "invalid JSON", "type": "invalid_request_error"}}
                 )
                 return
-            owner.requests.append(Seen(self.path, body, dict(self.headers), time.time()))
+            owner.requests.append(
+                Seen(self.path, body, {k.lower(): v for k, v in self.headers.items()}, time.time())
+            )
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 self._json(
                     404, {"error": {"message": f"no route {self.path}", "type": "not_found"}}
@@ -256,3 +260,13 @@ def _make_handler(owner: ScriptedLLM):
                 pass
 
     return Handler
+
+
+# ---- shared material for the lowering tests and benchmarks
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+GOOD_VEC_ADD = (ROOT / "fewshot" / "kernels" / "vec_add" / "kernel.ptx").read_text()
+# one operand of the wrong type: ptxas says "Arguments mismatch for instruction 'add'"
+BROKEN_LINE = "add.f32             %f3, %f1, %rd2;"
+BROKEN_VEC_ADD = GOOD_VEC_ADD.replace("add.f32             %f3, %f1, %f2;", BROKEN_LINE)
+assert BROKEN_VEC_ADD != GOOD_VEC_ADD

@@ -1,0 +1,386 @@
+"""The generate → ptxas → verify → repair loop against a scripted OpenAI-compatible server on
+loopback (real HTTP, the real openai SDK, real ptxas)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+from ptxls.fewshot.retrieve import pick_examples
+from ptxls.lowering.llm_client import LlmClient, LlmError
+from ptxls.lowering.loop import LoopOptions, run_loop
+from ptxls.lowering.replay import replay
+from ptxls.lowering.settings import LlmSettings
+from ptxls.lowering.sources import cuda_kernels, requests, triton_kernels
+from ptxls.lowering.transcript import Transcript, read
+from ptxls.lowering.verify import VerifyResult
+from scripted_llm import BROKEN_LINE, BROKEN_VEC_ADD, GOOD_VEC_ADD, ScriptedLLM, Step, fenced
+
+VEC_ADD_CU = """// the kernel
+__global__ void vec_add(const float* a, const float* b, float* c, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = a[i] + b[i];
+}
+"""
+SECRET = "sk-test-SECRET-0123456789abcdef"
+
+
+@pytest.fixture
+def llm():
+    with ScriptedLLM() as server:
+        yield server
+
+
+def settings_for(server: ScriptedLLM, **kw) -> LlmSettings:
+    base = dict(
+        base_url=server.base_url,
+        api_key=SECRET,
+        model="scripted-model",
+        retry_backoff_s=0.01,
+        timeout_s=10,
+    )
+    base.update(kw)
+    return LlmSettings(**base)
+
+
+async def run(
+    server,
+    script,
+    *,
+    src=None,
+    rounds=3,
+    candidates=1,
+    transcript=None,
+    verifier=None,
+    progress=None,
+    cancel=None,
+    **settings_kw,
+):
+    server.set_script(script)
+    src = src or cuda_kernels(VEC_ADD_CU)[0]
+    s = settings_for(server, **settings_kw)
+    client = LlmClient(s)
+    transcript = transcript or Transcript(None, [SECRET])
+    try:
+        return await run_loop(
+            src,
+            client=client,
+            examples=pick_examples(src.text, 1),
+            opts=LoopOptions(
+                candidates=candidates, rounds=rounds, strategy=s.strategy, seed=s.seed
+            ),
+            transcript=transcript,
+            verifier=verifier,
+            progress=progress,
+            cancel=cancel,
+        ), transcript
+    finally:
+        await client.aclose()
+
+
+def last_user_message(seen) -> str:
+    return [m for m in seen.body["messages"] if m["role"] == "user"][-1]["content"]
+
+
+async def test_broken_then_fixed_feeds_back_the_message_and_the_offending_line(llm):
+    result, transcript = await run(llm, [Step(fenced(BROKEN_VEC_ADD)), Step(fenced(GOOD_VEC_ADD))])
+    assert result.ok, result.report()
+    assert [r.outcome for r in result.best.rounds] == ["ptxas", "passed"]
+    second = last_user_message(llm.chat_requests[1])
+    assert "Arguments mismatch for instruction 'add'" in second
+    # the offending line, marked, with two lines either side
+    marked = [ln for ln in second.splitlines() if ln.startswith(">>")]
+    assert len(marked) == 1 and BROKEN_LINE in marked[0]
+    assert "ld.global.nc.f32    %f2, [%rd9];" in second  # the line two above
+    assert "st.global.f32       [%rd10], %f3;" in second  # the line below
+    # the model's first answer is part of the conversation it repairs
+    assert any(
+        m["role"] == "assistant" and BROKEN_LINE in m["content"]
+        for m in llm.chat_requests[1].body["messages"]
+    )
+    assert result.best.ptx.strip() == GOOD_VEC_ADD.strip()
+    assert "not GPU-tested" in result.message
+
+
+async def test_never_fixed_stops_at_max_rounds_and_reports_each_round(llm):
+    result, _ = await run(llm, [Step(fenced(BROKEN_VEC_ADD))] * 5, rounds=3)
+    assert not result.ok
+    assert len(llm.chat_requests) == 3
+    cand = result.candidates[0]
+    assert [r.round for r in cand.rounds] == [1, 2, 3]
+    assert all(r.outcome == "ptxas" and r.summary == "ptxas: 1 error" for r in cand.rounds)
+    report = result.report()
+    for n in (1, 2, 3):
+        assert f"round {n}: ptxas: 1 error" in report
+    assert report.count("Arguments mismatch for instruction 'add'") == 3
+    assert "no passing PTX after 3 rounds" in report
+
+
+async def test_reply_without_ptx_is_told_so_and_can_recover(llm):
+    result, _ = await run(
+        llm, [Step("I think you should use vector loads."), Step(fenced(GOOD_VEC_ADD))]
+    )
+    assert result.ok
+    first = result.best.rounds[0]
+    assert first.outcome == "no_ptx" and "no PTX" in first.summary
+    assert "could not find PTX" in last_user_message(llm.chat_requests[1])
+
+
+async def test_429_then_success_retries_with_backoff(llm):
+    transcript = Transcript(None, [SECRET])
+    result, _ = await run(
+        llm,
+        [
+            Step(status=429, headers={"Retry-After": "0"}, error="slow down"),
+            Step(fenced(GOOD_VEC_ADD)),
+        ],
+        transcript=transcript,
+    )
+    assert result.ok
+    assert len(llm.chat_requests) == 2
+    retries = [r for r in transcript.records if r["kind"] == "retry"]
+    assert len(retries) == 1 and "429" in retries[0]["reason"]
+
+
+async def test_500_until_give_up(llm):
+    result, _ = await run(llm, [Step(status=500, error="boom")] * 10, retries=2)
+    assert not result.ok
+    assert len(llm.chat_requests) == 3  # first try + 2 retries
+    assert "HTTP 500" in result.message and "3 attempts" in result.message
+
+
+async def test_timeout_gives_a_clear_message(llm):
+    result, _ = await run(llm, [Step(fenced(GOOD_VEC_ADD), delay=5)] * 3, timeout_s=0.3, retries=1)
+    assert not result.ok
+    assert "did not answer within 0.3 s" in result.message
+    assert len(llm.chat_requests) == 2
+
+
+async def test_streaming_reports_progress_and_assembles_the_reply(llm):
+    seen: list[str] = []
+    result, _ = await run(
+        llm, [Step(fenced(GOOD_VEC_ADD), chunk_size=7)], progress=seen.append, stream=True
+    )
+    assert result.ok
+    assert llm.chat_requests[0].body.get("stream") is True
+    assert any("receiving" in m for m in seen)
+    assert result.best.ptx.strip() == GOOD_VEC_ADD.strip()
+
+
+async def test_non_streaming_mode_also_works(llm):
+    result, _ = await run(llm, [Step(fenced(GOOD_VEC_ADD))], stream=False)
+    assert result.ok
+    assert not llm.chat_requests[0].body.get("stream")
+
+
+async def test_cancellation_mid_loop_stops_promptly(llm):
+    cancel = asyncio.Event()
+    transcript = Transcript(None, [SECRET])
+
+    def progress(msg: str) -> None:
+        if "round 2: asking" in msg:
+            cancel.set()
+
+    script = [Step(fenced(BROKEN_VEC_ADD)), Step(fenced(GOOD_VEC_ADD), delay=30)]
+    result, _ = await asyncio.wait_for(
+        run(llm, script, progress=progress, cancel=cancel, transcript=transcript), 20
+    )
+    assert result.cancelled and not result.ok
+    assert any(r["kind"] == "cancelled" for r in transcript.records)
+    assert not any(r["kind"] == "reply" and r["round"] == 2 for r in transcript.records)
+
+
+async def test_cancelling_the_task_propagates(llm):
+    llm.set_script([Step(fenced(GOOD_VEC_ADD), delay=30)])
+    task = asyncio.create_task(run(llm, [Step(fenced(GOOD_VEC_ADD), delay=30)]))
+    while not llm.chat_requests:
+        await asyncio.sleep(0.02)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+TRITON = """import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+"""
+
+
+async def test_triton_path_sends_the_function_and_accepts_its_entry(llm):
+    src = triton_kernels(TRITON)[0]
+    assert src.name == "add_kernel"
+    ptx = GOOD_VEC_ADD.replace("vec_add", "add_kernel")
+    result, _ = await run(llm, [Step(fenced(ptx))], src=src)
+    assert result.ok, result.report()
+    first = last_user_message(llm.chat_requests[0])
+    assert (
+        '<source lang="python"' in first and "@triton.jit" in first and "tl.program_id(0)" in first
+    )
+    assert "Triton" in first
+
+
+async def test_natural_language_path(llm):
+    src = requests(
+        "// @ptx: relu(float* x, int n): x[i] = max(x[i], 0) for i < n\n//   one element per thread\n"
+    )[0]
+    assert src.name == "relu" and [p.name for p in src.params] == ["x", "n"]
+    wrong_arity = GOOD_VEC_ADD.replace("vec_add", "relu")  # 4 params, the request says 2
+    relu = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry relu(.param .u64 relu_param_x, .param .u32 relu_param_n)
+{
+    .reg .pred %p<2>; .reg .b32 %r<6>; .reg .f32 %f<3>; .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [relu_param_x];
+    ld.param.u32 %r1, [relu_param_n];
+    mov.u32 %r2, %ctaid.x; mov.u32 %r3, %ntid.x; mov.u32 %r4, %tid.x;
+    mad.lo.s32 %r5, %r2, %r3, %r4;
+    setp.ge.s32 %p1, %r5, %r1;
+    @%p1 bra DONE;
+    cvta.to.global.u64 %rd2, %rd1;
+    mul.wide.s32 %rd3, %r5, 4;
+    add.s64 %rd2, %rd2, %rd3;
+    ld.global.f32 %f1, [%rd2];
+    max.f32 %f2, %f1, 0f00000000;
+    st.global.f32 [%rd2], %f2;
+DONE:
+    ret;
+}
+"""
+    result, _ = await run(llm, [Step(fenced(wrong_arity)), Step(fenced(relu))], src=src)
+    assert result.ok, result.report()
+    assert result.best.rounds[0].outcome == "interface"
+    assert "4 parameters, the source has 2" in last_user_message(llm.chat_requests[1])
+    assert "plain language" in last_user_message(llm.chat_requests[0])
+
+
+async def test_wrong_entry_name_is_fed_back(llm):
+    renamed = GOOD_VEC_ADD.replace("vec_add", "_Z7vec_addPKfS0_Pfi")
+    result, _ = await run(llm, [Step(fenced(renamed)), Step(fenced(GOOD_VEC_ADD))])
+    assert result.ok
+    assert "must be named 'vec_add'" in last_user_message(llm.chat_requests[1])
+
+
+async def test_verifier_feedback_reaches_the_next_request(llm):
+    """The GPU step is pluggable: whatever the verifier says goes back to the model."""
+    calls = []
+
+    async def verifier(ptx: str, kernel: str) -> VerifyResult:
+        calls.append(kernel)
+        if len(calls) == 1:
+            return VerifyResult(
+                False,
+                True,
+                "gpu: fail (case n=1000)",
+                feedback="case n=1000: element 3 expected 1.5, got 0.0; 997 of 1000 wrong",
+            )
+        return VerifyResult(True, True, "gpu: 6/6 cases passed on Test GPU", gpu="Test GPU")
+
+    result, _ = await run(llm, [Step(fenced(GOOD_VEC_ADD))] * 2, verifier=verifier)
+    assert result.ok and calls == ["vec_add", "vec_add"]
+    assert "element 3 expected 1.5, got 0.0; 997 of 1000 wrong" in last_user_message(
+        llm.chat_requests[1]
+    )
+    assert "6/6 cases passed on Test GPU" in result.message
+
+
+async def test_candidates_run_in_parallel_with_distinct_seeds_first_pass_wins(llm):
+    def responder(body, i):
+        return Step(fenced(GOOD_VEC_ADD if body.get("seed") == 1235 else BROKEN_VEC_ADD))
+
+    result, _ = await run(llm, responder, candidates=2, rounds=2, seed=1234)
+    assert result.ok and result.best.index == 2
+    assert {r.body.get("seed") for r in llm.chat_requests} == {1234, 1235}
+
+
+async def test_plan_strategy_asks_for_a_plan_first(llm):
+    result, _ = await run(
+        llm,
+        [Step("1. load a and b\n2. add\n3. store"), Step(fenced(GOOD_VEC_ADD))],
+        strategy="plan",
+    )
+    assert result.ok
+    assert "numbered plan" in last_user_message(llm.chat_requests[0])
+    assert "following your plan" in last_user_message(llm.chat_requests[1])
+    assert result.best.plan.startswith("1. load")
+
+
+async def test_unauthorized_unknown_model_and_unreachable_host_give_clear_messages(llm):
+    result, _ = await run(llm, [Step(status=401, error="bad key")])
+    assert (
+        not result.ok
+        and "refused the API key (HTTP 401)" in result.message
+        and SECRET not in result.message
+    )
+
+    result, _ = await run(llm, [Step(fenced(GOOD_VEC_ADD))], model="no-such-model")
+    assert not result.ok and "model 'no-such-model' is not served" in result.message
+    assert "scripted-model" in result.message  # what it does serve
+
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once the with-block ends: nothing listens there
+    s = LlmSettings(
+        base_url=f"http://127.0.0.1:{port}/v1",
+        api_key=SECRET,
+        model="m",
+        retries=1,
+        retry_backoff_s=0.01,
+    )
+    client = LlmClient(s)
+    with pytest.raises(LlmError) as err:
+        await client.chat([{"role": "user", "content": "hi"}])
+    await client.aclose()
+    assert err.value.kind == "unreachable" and "cannot reach" in str(err.value)
+
+
+async def test_key_never_reaches_transcripts_or_logs(llm, tmp_path, caplog):
+    caplog.set_level(logging.DEBUG)  # every logger, the SDK's and httpx's included
+    transcript = Transcript.create(tmp_path, "vec_add", [SECRET])
+    result, _ = await run(
+        llm,
+        [
+            Step(status=429, headers={"Retry-After": "0"}),
+            Step(fenced(BROKEN_VEC_ADD)),
+            Step(fenced(GOOD_VEC_ADD)),
+        ],
+        transcript=transcript,
+    )
+    assert result.ok
+    # the key did go to the server, where it belongs ...
+    assert llm.chat_requests[0].headers.get("authorization") == f"Bearer {SECRET}"
+    # ... and nowhere else
+    text = transcript.path.read_text()
+    assert transcript.path.parent == tmp_path / ".ptxls" / "transcripts"
+    assert SECRET not in text and "Bearer" not in text
+    assert SECRET not in caplog.text
+    kinds = [r["kind"] for r in read(transcript.path)]
+    assert kinds[0] == "start" and kinds[-1] == "end"
+    assert {"request", "reply", "ptxas", "retry", "verify"} <= set(kinds)
+
+
+async def test_transcript_replays_to_the_same_verdicts(llm, tmp_path):
+    transcript = Transcript.create(tmp_path, "vec_add", [SECRET])
+    await run(
+        llm,
+        [Step("no code here"), Step(fenced(BROKEN_VEC_ADD)), Step(fenced(GOOD_VEC_ADD))],
+        transcript=transcript,
+    )
+    rep = await replay(transcript.path)
+    assert [(r.round, r.recorded_ok, r.now_ok) for r in rep.rounds] == [
+        (1, None, None),
+        (2, False, False),
+        (3, True, True),
+    ]
+    assert rep.agrees
+    assert rep.rounds[-1].ptx.strip() == GOOD_VEC_ADD.strip()
