@@ -150,6 +150,13 @@ async def default_verifier(src: SourceKernel, job: LowerJob) -> tuple[Verifier, 
     """GPU-test against the source where a GPU is present and there is something to test
     against (the CUDA source, or for "Optimize" the PTX's own pairing/annotation); otherwise
     compile-checked only, saying why."""
+    if src.kind in ("request", "triton"):
+        why = (
+            "no reference to test against for a plain-language request"
+            if src.kind == "request"
+            else "no runnable Triton reference"
+        )
+        return compile_only_verifier(why), why
     available, reason = await gpu_availability()
     if not available:
         return compile_only_verifier(reason), reason
@@ -157,12 +164,7 @@ async def default_verifier(src: SourceKernel, job: LowerJob) -> tuple[Verifier, 
         return gpu_verifier(reference_cuda=job.text, reference_path=str(job.source_path)), ""
     if src.kind == "ptx":
         return gpu_verifier(ptx_path=str(job.source_path)), ""
-    why = (
-        "no reference to test against for a plain-language request"
-        if src.kind == "request"
-        else "no runnable Triton reference"
-    )
-    return compile_only_verifier(why), why
+    return compile_only_verifier(f"cannot test a {src.kind} source"), src.kind
 
 
 def loop_options(settings: LlmSettings, job: LowerJob, reference_ptx: str = "") -> LoopOptions:
@@ -174,7 +176,7 @@ def loop_options(settings: LlmSettings, job: LowerJob, reference_ptx: str = "") 
         seed=settings.seed,
         arch=job.arch or settings.arch,
         ptxas_path=job.ptxas_path,
-        file_name=job.source_path.name,
+        file_name="" if job.describe else job.source_path.name,
         reference_ptx=reference_ptx,
     )
 
