@@ -42,6 +42,8 @@ class RoundRecord:
     feedback: str = ""  # what the model was told next (empty when passed)
     ptx: str | None = None
     llm_s: float = 0.0  # the model's time (request to last token)
+    check_s: float = 0.0  # lints + ptxas
+    verify_s: float = 0.0  # the GPU test (or the compile-only stand-in)
     total_s: float = 0.0  # the whole round
 
     @property
@@ -203,7 +205,9 @@ async def _candidate(
             else:
                 rec.ptx = ext.ptx
                 try:
+                    t_check = time.monotonic()
                     check = await compile_check(ext.ptx, arch=opts.arch, ptxas_path=opts.ptxas_path)
+                    rec.check_s = time.monotonic() - t_check
                 except PtxasUnavailable as e:
                     raise _Stop(f"cannot check candidates: {e}") from None
                 transcript.record(
@@ -242,7 +246,9 @@ async def _candidate(
                     )
                 else:
                     progress(f"{tag}, round {round_no}: ptxas ok; testing")
+                    t_verify = time.monotonic()
                     v = await verifier(ext.ptx, kernel)
+                    rec.verify_s = time.monotonic() - t_verify
                     transcript.record(
                         "verify",
                         candidate=index,

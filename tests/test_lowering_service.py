@@ -197,3 +197,18 @@ def test_lower_cli_describe_mode(work, capsys, monkeypatch):
     assert rc == 0, capsys.readouterr().err
     assert '<source lang="text">' in prompt and "c = a + b" in prompt
     assert (work / "vec_add.ptx").exists()
+
+
+def test_demo_step_lowers_vec_add_offline_and_explains_the_llm_step(monkeypatch):
+    import io
+
+    from ptxls.lowering.demo import lowering_step
+
+    for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "PTXLS_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    out = io.StringIO()
+    assert lowering_step(ROOT / "examples", out) is True
+    text = out.getvalue()
+    assert ".visible .entry vec_add(" in text and "backend: nvcc" in text
+    assert "skipped: LLM lowering is not configured" in text
+    assert not (ROOT / "examples" / "vec_add.nvcc.ptx").exists()
