@@ -21,7 +21,7 @@ NODE_MAJOR=20
 
 say() { printf '\n== %s\n' "$*"; }
 die() { printf '\nvscode-e2e: FAILED: %s\n' "$*" >&2; exit 1; }
-mkdir -p "$TOOLS"
+mkdir -p "$TOOLS" "$(dirname "$PTXLS_E2E_OUT")"
 
 # --- Debian packages --------------------------------------------------------------
 # chromium: the browser; ripgrep: code-server's search (its installer would fetch it from
@@ -109,7 +109,7 @@ npm_ci_if_changed "$REPO/vscode-client"
 npm_ci_if_changed "$REPO/tests/e2e"
 
 say "build and unit-test the extension, package the .vsix"
-(cd "$REPO/vscode-client" && npm test >/dev/null && npm run package >/dev/null) || die "extension build/test/package (run: cd vscode-client && npm test && npm run package)"
+(cd "$REPO/vscode-client" && { npm test && npm run package; } > "$PTXLS_E2E_OUT.build.log" 2>&1) || { tail -40 "$PTXLS_E2E_OUT.build.log"; die "extension build/test/package (log: $PTXLS_E2E_OUT.build.log)"; }
 export PTXLS_VSIX="$REPO/vscode-client/ptxls.vsix"
 ls -l "$PTXLS_VSIX"
 

@@ -11,7 +11,7 @@ const TIMEOUT_MS = 20_000;
 
 export function checkServerCommand(server: ServerCommand, env: NodeJS.ProcessEnv): Promise<Preflight> {
   // Only the `<python> -m ptxls serve` form can be checked without starting the server.
-  const isPythonModule = server.args[0] === "-m" && server.args[1] === "ptxls";
+  const isPythonModule = server.args[0] === "-m" && server.args[1] === "ptxls.server";
   const args = isPythonModule ? ["-c", "import ptxls.server.cli"] : null;
   if (args === null) {
     return Promise.resolve({ ok: true });

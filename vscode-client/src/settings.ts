@@ -12,7 +12,7 @@ export interface ServerCommand {
   origin: "ptxls.server.command" | "ptxls.server.pythonPath" | "Python extension" | "default";
 }
 
-// `ptxls.server.command` wins; otherwise `<python> -m ptxls serve`.
+// `ptxls.server.command` wins; otherwise `<python> -m ptxls.server serve`.
 // vscode-languageclient appends `--stdio` itself.
 export async function resolveServerCommand(): Promise<ServerCommand> {
   const config = vscode.workspace.getConfiguration(SECTION);
@@ -22,13 +22,13 @@ export async function resolveServerCommand(): Promise<ServerCommand> {
   }
   const pythonPath = config.get<string>("server.pythonPath", "").trim();
   if (pythonPath) {
-    return { command: expandHome(pythonPath), args: ["-m", "ptxls", "serve"], origin: "ptxls.server.pythonPath" };
+    return { command: expandHome(pythonPath), args: ["-m", "ptxls.server", "serve"], origin: "ptxls.server.pythonPath" };
   }
   const fromPythonExtension = await pythonFromPythonExtension();
   if (fromPythonExtension) {
-    return { command: fromPythonExtension, args: ["-m", "ptxls", "serve"], origin: "Python extension" };
+    return { command: fromPythonExtension, args: ["-m", "ptxls.server", "serve"], origin: "Python extension" };
   }
-  return { command: "python3", args: ["-m", "ptxls", "serve"], origin: "default" };
+  return { command: "python3", args: ["-m", "ptxls.server", "serve"], origin: "default" };
 }
 
 // Settings whose change means the server process must be restarted; the rest

@@ -1,0 +1,522 @@
+// The VS Code end-to-end test: code-server (real VS Code) in headless Chromium, driven by
+// Playwright, with the packaged ptxls extension talking to the project's own Python server.
+// It checks what a person would see, waiting on the screen (selectors), never on fixed sleeps:
+//   1. broken.ptx gets a squiggle and the Problems panel shows the server's message naming the symbol;
+//   2. typing the fix in the editor clears both;
+//   3. the status bar shows the server's ptxas/arch/GPU/LLM summary;
+//   4. a hover the server offers shows up in the editor;
+//   5. in vec_add.cu the code action "Lower to PTX with nvcc (reference)" creates vec_add.ptx.
+// An LSP probe (lsp-probe.mjs) asks the same server what it offers; steps 4-5 are required when
+// it offers them and reported as skipped, with the reason, when it does not.
+// Screenshots, logs and results.json go to $PTXLS_E2E_OUT. Run through .ci/vscode-e2e.sh.
+import { spawn, spawnSync } from "node:child_process";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+import { hoverText, LspProbe } from "./lsp-probe.mjs";
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const REPO = resolve(HERE, "../..");
+const env = (name, fallback) => process.env[name] || fallback;
+const PYTHON = env("PTXLS_PYTHON", join(REPO, ".venv/bin/python"));
+const VSIX = env("PTXLS_VSIX", join(REPO, "vscode-client/ptxls.vsix"));
+const CODE_SERVER = env("CODE_SERVER", "");
+const CHROMIUM = env("CHROMIUM", "/usr/bin/chromium");
+const EXAMPLES = env("PTXLS_E2E_EXAMPLES", join(REPO, "examples"));
+const OUT = resolve(env("PTXLS_E2E_OUT", join(REPO, ".e2e/vscode")));
+// Generous: the first ptxas run and the nvcc lowering are slow on a cold 2-core machine.
+const SLOW = 90_000;
+const ACTION_TITLE = "Lower to PTX with nvcc (reference)";
+
+const results = [];
+let shotIndex = 0;
+// The page, for the screenshot a failed step leaves behind.
+let currentPage = null;
+
+async function main() {
+  for (const [what, path] of [["PTXLS_PYTHON", PYTHON], ["PTXLS_VSIX", VSIX], ["CODE_SERVER", CODE_SERVER], ["CHROMIUM", CHROMIUM]]) {
+    if (!path || !existsSync(path)) throw new Error(`${what}=${path || "(unset)"} does not exist; run .ci/vscode-e2e.sh`);
+  }
+  rmSync(OUT, { recursive: true, force: true });
+  mkdirSync(OUT, { recursive: true });
+  const tmp = mkdtempSync(join(tmpdir(), "ptxls-vscode-e2e-"));
+  const workspace = makeWorkspace(join(tmp, "workspace"));
+
+  // What the server itself says, before any UI is involved.
+  const oracle = await askServer(workspace);
+
+  const codeServer = await startCodeServer(tmp, workspace);
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"],
+  });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    page.setDefaultTimeout(30_000);
+    currentPage = page;
+    await page.goto(`${codeServer.url}/?folder=${encodeURIComponent(workspace)}`);
+    await page.locator(".monaco-workbench").waitFor();
+    await page.locator(".explorer-folders-view .monaco-list-row").first().waitFor();
+    await runScenario(page, workspace, oracle);
+  } finally {
+    await browser.close().catch(() => undefined);
+    await codeServer.stop();
+    writeFileSync(join(OUT, "results.json"), JSON.stringify({ results }, null, 2) + "\n");
+    copyLogs(tmp);
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------------------- the scenario
+
+async function runScenario(page, workspace, oracle) {
+  const broken = join(workspace, "broken.ptx");
+  const symbol = oracle.symbol;
+
+  await step("squiggle on the mistake in broken.ptx", async () => {
+    await openFromExplorer(page, "broken.ptx");
+    await page.locator(".monaco-editor .squiggly-error").first().waitFor({ timeout: SLOW });
+    await shot(page, "squiggle");
+    return `ptxas says: ${oracle.messages.join(" | ")}`;
+  });
+
+  await step(`Problems panel names ${symbol}`, async () => {
+    await showProblems(page);
+    const panel = page.locator(".markers-panel");
+    // The server's own message for the mistake, as the panel shows it.
+    const message = oracle.messages.find((m) => m.includes(symbol));
+    await panel.getByText(message, { exact: false }).first().waitFor({ timeout: SLOW });
+    await shot(page, "problems");
+    return `panel shows "${message}"`;
+  });
+
+  await step("typing the fix clears the squiggle and the problem", async () => {
+    const fix = oracle.fix;
+    await clickEditor(page);
+    await goToLine(page, fix.line + 1, fix.column + 1);
+    for (let i = 0; i < fix.oldText.length; i++) await page.keyboard.press("Shift+ArrowRight");
+    await page.keyboard.type(fix.newText, { delay: 30 });
+    await page.locator(".monaco-editor .squiggly-error").first().waitFor({ state: "detached", timeout: SLOW });
+    await page.locator(".markers-panel").getByText("No problems have been detected", { exact: false }).waitFor({ timeout: SLOW });
+    await shot(page, "fixed");
+    // Saved too, so the file on disk is the fixed one for whatever comes next.
+    await page.keyboard.press("Control+S");
+    await waitFor(() => readFileSync(broken, "utf8").includes(fix.expectInFile), "the fix saved to disk");
+    return `typed "${fix.newText}" over "${fix.oldText}" on line ${fix.line + 1}`;
+  });
+
+  await step("status bar shows ptxas, arch, GPU and LLM", async () => {
+    if (!oracle.status) return skip("the server sent no ptxls/status notification");
+    const item = page.locator(".statusbar-item", { hasText: "ptxas" }).first();
+    await item.waitFor({ timeout: SLOW });
+    const text = (await item.innerText()).trim();
+    const expected = [oracle.status.ptxas, oracle.status.arch, oracle.status.gpu ?? "no GPU", oracle.status.llmModel ?? "no LLM"].filter(Boolean);
+    for (const part of expected) {
+      if (!text.includes(part)) throw new Error(`status bar "${text}" lacks "${part}" (server status ${JSON.stringify(oracle.status)})`);
+    }
+    await item.hover();
+    await shot(page, "status-bar");
+    return `status bar: "${text}"`;
+  });
+
+  await step("hover shows what the server offers", async () => {
+    if (!oracle.hover) return skip(`the server answers no hover at any probed position (${oracle.hoverProbes.join(", ")})`);
+    const { file, line, column, text } = oracle.hover;
+    await openFromExplorer(page, file);
+    await clickEditor(page);
+    await goToLine(page, line + 1, column + 1);
+    await hoverAtCursor(page);
+    const hover = page.locator(".monaco-hover:visible").first();
+    await hover.getByText(firstWords(text), { exact: false }).first().waitFor({ timeout: SLOW });
+    await shot(page, "hover");
+    return `hover at ${file}:${line + 1}:${column + 1}: "${firstWords(text)}…"`;
+  });
+
+  await step(`code action "${ACTION_TITLE}" creates vec_add.ptx`, async () => {
+    if (!oracle.action) return skip(`the server offers no "${ACTION_TITLE}" code action in vec_add.cu (offers: ${oracle.actionTitles.join("; ") || "none"})`);
+    const created = join(workspace, "vec_add.ptx");
+    await page.keyboard.press("Escape");
+    await openFromExplorer(page, "vec_add.cu");
+    await clickEditor(page);
+    await goToLine(page, oracle.action.line + 1, oracle.action.column + 1);
+    await openCodeActionMenu(page, oracle.action.kind);
+    const entry = page.locator(".action-widget .monaco-list-row", { hasText: ACTION_TITLE }).first();
+    await entry.waitFor();
+    await shot(page, "code-action-menu");
+    // Arrow down to the entry and press Enter, as a keyboard user would.
+    const focused = page.locator(".action-widget .monaco-list-row.focused", { hasText: ACTION_TITLE });
+    for (let i = 0; i < 20 && (await focused.count()) === 0; i++) await page.keyboard.press("ArrowDown");
+    await focused.waitFor({ timeout: 5000 });
+    await page.keyboard.press("Enter");
+    await page.locator(".explorer-folders-view .monaco-list-row", { hasText: "vec_add.ptx" }).first().waitFor({ timeout: SLOW });
+    await waitFor(() => existsSync(created) && /\.entry\s+\S*vec_add/.test(readFileSync(created, "utf8")), "vec_add.ptx with a vec_add .entry on disk", SLOW);
+    await openFromExplorer(page, "vec_add.ptx");
+    await page.locator(".monaco-editor .view-lines", { hasText: ".entry" }).first().waitFor({ timeout: SLOW });
+    await shot(page, "lowered");
+    return `vec_add.ptx created (${statSync(created).size} bytes)`;
+  });
+}
+
+// ---------------------------------------------------------------------------- the oracle
+
+// Starts the server once outside VS Code and records what it says about the examples:
+// the diagnostics for broken.ptx (and from them the symbol and the fix to type), its
+// status notification, the first hover it answers, and its code actions for vec_add.cu.
+async function askServer(workspace) {
+  const probe = new LspProbe(PYTHON, ["-m", "ptxls.server", "serve", "--stdio"], { cwd: workspace });
+  try {
+    await probe.initialize(workspace);
+    const brokenPath = join(workspace, "broken.ptx");
+    const brokenUri = probe.open(brokenPath, "ptx");
+    const diagnostics = await probe.diagnostics(brokenUri, SLOW).catch((e) => {
+      throw new Error(`the server published no diagnostics for broken.ptx (${e.message}); stderr:\n${probe.stderr}`);
+    });
+    const messages = diagnostics.map((d) => d.message);
+    const symbol = messages.map((m) => /%[A-Za-z_$][\w$]*/.exec(m)?.[0]).find(Boolean);
+    if (!symbol) throw new Error(`no diagnostic names a register: ${JSON.stringify(messages)}`);
+    const fix = registerRangeFix(readFileSync(brokenPath, "utf8"), symbol);
+
+    const statusMessage = await probe.waitForNotification((m) => m.method === "ptxls/status", 15_000).catch(() => null);
+
+    // Hovers: the positions a person would point at, in the (fixed) PTX and the CUDA file.
+    const fixedText = applyFix(readFileSync(brokenPath, "utf8"), fix);
+    probe.notify("textDocument/didChange", { textDocument: { uri: brokenUri, version: 2 }, contentChanges: [{ text: fixedText }] });
+    const cuPath = join(workspace, "vec_add.cu");
+    const cuUri = probe.open(cuPath, "cuda-cpp");
+    const cuText = readFileSync(cuPath, "utf8");
+    const candidates = [
+      ...hoverCandidates(fixedText).map((p) => ({ ...p, file: "broken.ptx", uri: brokenUri })),
+      ...kernelNamePositions(cuText).map((p) => ({ ...p, file: "vec_add.cu", uri: cuUri })),
+    ];
+    let hover = null;
+    for (const c of candidates) {
+      const answer = await probe.request("textDocument/hover", { textDocument: { uri: c.uri }, position: { line: c.line, character: c.column } });
+      if (answer && hoverText(answer).trim()) {
+        hover = { file: c.file, line: c.line, column: c.column, text: hoverText(answer) };
+        break;
+      }
+    }
+
+    const kernel = kernelNamePositions(cuText)[0];
+    if (!kernel) throw new Error("vec_add.cu has no __global__ kernel");
+    const actions =
+      (await probe.request("textDocument/codeAction", {
+        textDocument: { uri: cuUri },
+        range: { start: { line: kernel.line, character: kernel.column }, end: { line: kernel.line, character: kernel.column } },
+        context: { diagnostics: [] },
+      })) ?? [];
+    // The title may carry the kernel name after it: "… (reference) (vec_add)".
+    const match = actions.find((a) => a.title.startsWith(ACTION_TITLE));
+    const oracle = {
+      messages,
+      symbol,
+      fix,
+      status: statusMessage?.params ?? null,
+      hover,
+      hoverProbes: candidates.map((c) => `${c.file}:${c.line + 1}:${c.column + 1}`),
+      action: match ? { ...kernel, kind: match.kind ?? "quickfix" } : null,
+      actionTitles: actions.map((a) => a.title),
+    };
+    writeFileSync(join(OUT, "oracle.json"), JSON.stringify(oracle, null, 2) + "\n");
+    return oracle;
+  } finally {
+    await probe.close();
+  }
+}
+
+// The mistake is a register used past its declared range (`.reg .b32 %r<6>` and a use of %r6);
+// a person fixes it by raising the count. Returns where to type and what.
+function registerRangeFix(text, symbol) {
+  const [, prefix, index] = /^%([A-Za-z_$]+?)(\d+)$/.exec(symbol) ?? [];
+  if (prefix === undefined) throw new Error(`don't know how to fix ${symbol}: not an indexed register`);
+  const lines = text.split("\n");
+  for (let line = 0; line < lines.length; line++) {
+    // Comments may quote the declaration (the example's own does); only code counts.
+    const code = lines[line].replace(/\/\/.*$/, "");
+    const m = new RegExp(String.raw`\.reg\s+\.\w+\s+%${prefix}<(\d+)>`).exec(code);
+    if (m) {
+      const oldText = m[1];
+      const newText = String(Number(index) + 1);
+      const column = m.index + m[0].length - 1 - oldText.length;
+      return { line, column, oldText, newText, expectInFile: `%${prefix}<${newText}>` };
+    }
+  }
+  throw new Error(`broken.ptx has no \`.reg .TYPE %${prefix}<N>\` declaration to extend for ${symbol}`);
+}
+
+function applyFix(text, fix) {
+  const lines = text.split("\n");
+  const l = lines[fix.line];
+  lines[fix.line] = l.slice(0, fix.column) + fix.newText + l.slice(fix.column + fix.oldText.length);
+  return lines.join("\n");
+}
+
+// An opcode, a special register, the kernel name: what a person hovers first in PTX.
+function hoverCandidates(ptx) {
+  const positions = [];
+  const lines = ptx.split("\n");
+  const firstMatch = (re) => {
+    for (let line = 0; line < lines.length; line++) {
+      const m = re.exec(lines[line]);
+      if (m) return { line, column: m.index + m[0].indexOf(m[1]) };
+    }
+    return null;
+  };
+  for (const re of [/\.entry\s+([A-Za-z_]\w*)/, /^\s+(ld)\.global/, /^\s+(mad)\./, /(%tid)\.x/, /^\s+(mov)\./]) {
+    const p = firstMatch(re);
+    if (p) positions.push(p);
+  }
+  return positions;
+}
+
+function kernelNamePositions(cu) {
+  const lines = cu.split("\n");
+  const positions = [];
+  lines.forEach((text, line) => {
+    const m = /__global__\s+void\s+([A-Za-z_]\w*)/.exec(text);
+    if (m) positions.push({ line, column: m.index + m[0].length - m[1].length });
+  });
+  return positions;
+}
+
+// ---------------------------------------------------------------------------- VS Code, driven
+
+async function openFromExplorer(page, name) {
+  const exact = new RegExp(`^\\s*${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\s*$`);
+  const row = page.locator(".explorer-folders-view .monaco-list-row").filter({ hasText: exact }).first();
+  await row.dblclick();
+  await page.locator(".tabs-container .tab.active", { hasText: name }).waitFor();
+  await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().waitFor();
+}
+
+async function clickEditor(page) {
+  await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click({ position: { x: 5, y: 5 } });
+}
+
+async function goToLine(page, line, column) {
+  await page.keyboard.press("Control+G");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor();
+  await input.fill(`:${line}:${column}`);
+  await page.locator(".quick-input-widget", { hasText: `${line}` }).waitFor();
+  await page.keyboard.press("Enter");
+  await page.locator(".quick-input-widget").waitFor({ state: "hidden" });
+  // VS Code's status bar shows the cursor position once it moved.
+  await page.locator(".statusbar-item", { hasText: `Ln ${line}, Col ${column}` }).first().waitFor();
+}
+
+async function runCommand(page, label) {
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor();
+  await input.fill(`>${label}`);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: label }).first().waitFor();
+  await page.keyboard.press("Enter");
+}
+
+async function showProblems(page) {
+  await page.keyboard.press("Control+Shift+M");
+  try {
+    await page.locator(".markers-panel").waitFor({ timeout: 5000 });
+  } catch {
+    await runCommand(page, "View: Focus Problems");
+    await page.locator(".markers-panel").waitFor();
+  }
+}
+
+// Points the mouse at the character after the text cursor, as a person hovering would;
+// falls back to the keyboard's "Show or Focus Hover" if no hover appears.
+async function hoverAtCursor(page) {
+  const cursor = page.locator(".editor-group-container.active .monaco-editor .cursors-layer .cursor").first();
+  const box = await cursor.boundingBox();
+  if (box) {
+    await page.mouse.move(box.x + 6, box.y + box.height / 2);
+    try {
+      await page.locator(".monaco-hover:visible").first().waitFor({ timeout: 10_000 });
+      return;
+    } catch {
+      // fall through
+    }
+  }
+  await page.keyboard.press("Control+K");
+  await page.keyboard.press("Control+I");
+  await page.locator(".monaco-hover:visible").first().waitFor();
+}
+
+async function openCodeActionMenu(page, kind) {
+  if (kind.startsWith("source")) {
+    await runCommand(page, "Source Action...");
+  } else if (kind.startsWith("refactor")) {
+    await runCommand(page, "Refactor...");
+  } else {
+    await page.keyboard.press("Control+.");
+  }
+}
+
+async function shot(page, name) {
+  shotIndex += 1;
+  const file = join(OUT, `${String(shotIndex).padStart(2, "0")}-${name}.png`);
+  await page.screenshot({ path: file });
+  return file;
+}
+
+// ---------------------------------------------------------------------------- plumbing
+
+function makeWorkspace(dir) {
+  for (const name of ["broken.ptx", "vec_add.cu"]) {
+    if (!existsSync(join(EXAMPLES, name))) throw new Error(`${join(EXAMPLES, name)} is missing`);
+  }
+  // The examples minus vec_add.ptx: the code action must create it.
+  cpSync(EXAMPLES, dir, { recursive: true, filter: (src) => !src.endsWith("/vec_add.ptx") });
+  mkdirSync(join(dir, ".vscode"), { recursive: true });
+  writeFileSync(join(dir, ".vscode/settings.json"), JSON.stringify({ "ptxls.server.pythonPath": PYTHON }, null, 2));
+  return dir;
+}
+
+async function startCodeServer(tmp, workspace) {
+  const port = await freePort();
+  const dirs = Object.fromEntries(["user-data", "extensions", "xdg-data", "xdg-config", "xdg-cache"].map((d) => [d, join(tmp, d)]));
+  Object.values(dirs).forEach((d) => mkdirSync(d, { recursive: true }));
+  mkdirSync(join(dirs["user-data"], "User"), { recursive: true });
+  writeFileSync(
+    join(dirs["user-data"], "User/settings.json"),
+    JSON.stringify(
+      {
+        "workbench.startupEditor": "none",
+        "workbench.tips.enabled": false,
+        "workbench.welcomePage.walkthroughs.openOnInstall": false,
+        "security.workspace.trust.enabled": false,
+        "telemetry.telemetryLevel": "off",
+        "extensions.autoCheckUpdates": false,
+        "extensions.autoUpdate": false,
+        "extensions.ignoreRecommendations": true,
+        "update.mode": "none",
+        "editor.hover.delay": 300,
+        "chat.commandCenter.enabled": false,
+        "workbench.secondarySideBar.defaultVisibility": "hidden",
+      },
+      null,
+      2,
+    ),
+  );
+  const config = join(tmp, "code-server.yaml");
+  writeFileSync(config, "auth: none\ncert: false\n");
+  const childEnv = {
+    ...process.env,
+    XDG_DATA_HOME: dirs["xdg-data"],
+    XDG_CONFIG_HOME: dirs["xdg-config"],
+    XDG_CACHE_HOME: dirs["xdg-cache"],
+  };
+  const install = spawnSync(process.execPath, [CODE_SERVER, "--install-extension", VSIX, "--extensions-dir", dirs.extensions, "--user-data-dir", dirs["user-data"]], { env: childEnv, encoding: "utf8" });
+  writeFileSync(join(OUT, "install-extension.log"), `${install.stdout}\n${install.stderr}`);
+  if (install.status !== 0) throw new Error(`code-server --install-extension failed:\n${install.stdout}\n${install.stderr}`);
+
+  const log = join(OUT, "code-server.log");
+  // Its own process group (detached = setsid): a file-watcher child outlives the main pid,
+  // so stopping means killing the whole group.
+  const child = spawn(
+    process.execPath,
+    [CODE_SERVER, "--config", config, "--auth", "none", "--bind-addr", `127.0.0.1:${port}`, "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
+      "--user-data-dir", dirs["user-data"], "--extensions-dir", dirs.extensions, workspace],
+    { env: childEnv, detached: true, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let output = "";
+  child.stdout.on("data", (d) => (output += d));
+  child.stderr.on("data", (d) => (output += d));
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(async () => {
+    if (child.exitCode !== null) throw new Error(`code-server exited (${child.exitCode}):\n${output}`);
+    return fetch(`${url}/healthz`).then((r) => r.ok, () => false);
+  }, "code-server to answer /healthz", 60_000);
+  return {
+    url,
+    async stop() {
+      writeFileSync(log, output);
+      try {
+        process.kill(-child.pid, "SIGTERM");
+      } catch {
+        return;
+      }
+      const deadline = Date.now() + 5000;
+      while (Date.now() < deadline) {
+        try {
+          process.kill(-child.pid, 0);
+        } catch {
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    },
+  };
+}
+
+// The extension host's logs, including the ptxls output channel, for debugging a red run.
+function copyLogs(tmp) {
+  const logs = join(tmp, "user-data/logs");
+  if (existsSync(logs)) cpSync(logs, join(OUT, "vscode-logs"), { recursive: true });
+}
+
+function freePort() {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolvePort(port));
+    });
+    server.on("error", reject);
+  });
+}
+
+async function waitFor(condition, what, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await condition()) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+}
+
+class Skip extends Error {}
+function skip(reason) {
+  throw new Skip(reason);
+}
+
+async function step(name, body) {
+  const started = Date.now();
+  try {
+    const detail = await body();
+    results.push({ step: name, status: "passed", detail, seconds: (Date.now() - started) / 1000 });
+    console.log(`PASS  ${name} — ${detail}`);
+  } catch (error) {
+    const status = error instanceof Skip ? "skipped" : "failed";
+    results.push({ step: name, status, detail: error.message, seconds: (Date.now() - started) / 1000 });
+    console.log(`${status === "skipped" ? "SKIP" : "FAIL"}  ${name} — ${error.message.split("\n")[0]}`);
+    if (status === "failed") await shot(currentPage, `FAILED-${name.replace(/[^A-Za-z0-9]+/g, "-")}`).catch(() => undefined);
+  }
+}
+
+function firstWords(text) {
+  // Markdown markup and code fences differ from what the hover renders; match plain words.
+  const plain = text.replace(/```\w*|[`*_#>|]/g, " ").replace(/\s+/g, " ").trim();
+  return plain.split(" ").slice(0, 4).join(" ");
+}
+
+
+main()
+  .then(() => {
+    const failed = results.filter((r) => r.status === "failed");
+    console.log(`\n${results.filter((r) => r.status === "passed").length} passed, ${results.filter((r) => r.status === "skipped").length} skipped, ${failed.length} failed; screenshots and logs in ${OUT}`);
+    process.exit(failed.length ? 1 : 0);
+  })
+  .catch((error) => {
+    console.error(`vscode e2e: ${error.stack ?? error}`);
+    process.exit(1);
+  });
