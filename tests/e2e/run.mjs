@@ -10,7 +10,7 @@
 // it offers them and reported as skipped, with the reason, when it does not.
 // Screenshots, logs and results.json go to $PTXLS_E2E_OUT. Run through .ci/vscode-e2e.sh.
 import { spawn, spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -35,6 +35,8 @@ const results = [];
 let shotIndex = 0;
 // The page, for the screenshot a failed step leaves behind.
 let currentPage = null;
+// The run's temporary root (code-server's user data, the workspace), searched for leaked keys.
+let tmpRoot = null;
 
 async function main() {
   for (const [what, path] of [["PTXLS_PYTHON", PYTHON], ["PTXLS_VSIX", VSIX], ["CODE_SERVER", CODE_SERVER], ["CHROMIUM", CHROMIUM]]) {
@@ -43,6 +45,7 @@ async function main() {
   rmSync(OUT, { recursive: true, force: true });
   mkdirSync(OUT, { recursive: true });
   const tmp = mkdtempSync(join(tmpdir(), "ptxls-vscode-e2e-"));
+  tmpRoot = tmp;
   const workspace = makeWorkspace(join(tmp, "workspace"));
 
   // What the server itself says, before any UI is involved.
@@ -158,6 +161,56 @@ async function runScenario(page, workspace, oracle) {
     await shot(page, "lowered");
     return `vec_add.ptx created (${statSync(created).size} bytes)`;
   });
+
+  await step("the API key from \"ptxls: Set LLM API key\" reaches the server, and no log", async () => {
+    if (!oracle.status) return skip("the server sends no ptxls/status, so the key's arrival is not visible");
+    const item = page.locator(".statusbar-item", { hasText: "ptxas" }).first();
+    if (!(await item.innerText()).includes("no LLM")) throw new Error(`before the key: expected "no LLM" in "${await item.innerText()}"`);
+    await page.keyboard.press("Escape");
+    await runCommand(page, "ptxls: Set LLM API key");
+    const input = page.locator(".quick-input-widget input[type=password]");
+    await input.waitFor();
+    await input.fill(API_KEY);
+    await page.keyboard.press("Enter");
+    // The extension restarts the server with OPENAI_API_KEY in its environment; only then
+    // does the server report the model.
+    await page.locator(".statusbar-item", { hasText: LLM_MODEL }).first().waitFor({ timeout: SLOW });
+    await shot(page, "api-key-set");
+    const leaks = filesContaining([join(tmpRoot, "user-data"), workspace, OUT], API_KEY);
+    if (leaks.length) throw new Error(`the API key appears in ${leaks.join(", ")}`);
+    return `status bar shows "${LLM_MODEL}" after the key was set; the key is in no log, setting or workspace file`;
+  });
+
+  await step("a wrong interpreter gets a notification saying how to fix it", async () => {
+    writeWorkspaceSettings(workspace, "/nonexistent/bin/python3");
+    const toast = page.locator(".notifications-toasts .notification-toast", { hasText: "/nonexistent/bin/python3" }).first();
+    await toast.waitFor({ timeout: SLOW });
+    const text = (await toast.innerText()).replace(/\s+/g, " ").trim();
+    if (!/not found/.test(text) || !/Set Python interpreter/.test(text)) throw new Error(`unexpected notification: "${text}"`);
+    await shot(page, "wrong-interpreter");
+    // Back to the right interpreter: the server comes back by itself.
+    writeWorkspaceSettings(workspace, PYTHON);
+    await page.locator(".statusbar-item", { hasText: "ptxas" }).first().waitFor({ timeout: SLOW });
+    return `notification: "${text}"; server back after the setting was restored`;
+  });
+}
+
+// A value that cannot occur by chance, so finding it anywhere is a leak.
+const API_KEY = `sk-ptxls-e2e-${process.pid}-${Date.now()}`;
+
+function filesContaining(roots, needle) {
+  const found = [];
+  const visit = (path) => {
+    const info = statSync(path, { throwIfNoEntry: false });
+    if (!info) return;
+    if (info.isDirectory()) {
+      for (const name of readdirSync(path)) visit(join(path, name));
+    } else if (info.isFile() && info.size < 50_000_000 && readFileSync(path).includes(needle)) {
+      found.push(path);
+    }
+  };
+  roots.forEach(visit);
+  return found;
 }
 
 // ---------------------------------------------------------------------------- the oracle
@@ -166,7 +219,11 @@ async function runScenario(page, workspace, oracle) {
 // the diagnostics for broken.ptx (and from them the symbol and the fix to type), its
 // status notification, the first hover it answers, and its code actions for vec_add.cu.
 async function askServer(workspace) {
-  const probe = new LspProbe(PYTHON, ["-m", "ptxls.server", "serve", "--stdio"], { cwd: workspace });
+  const probe = new LspProbe(PYTHON, ["-m", "ptxls.server", "serve", "--stdio"], {
+    cwd: workspace,
+    env: testEnv(),
+    settings: { server: { pythonPath: PYTHON }, llm: { model: LLM_MODEL } },
+  });
   try {
     await probe.initialize(workspace);
     const brokenPath = join(workspace, "broken.ptx");
@@ -372,8 +429,25 @@ function makeWorkspace(dir) {
   // The examples minus vec_add.ptx: the code action must create it.
   cpSync(EXAMPLES, dir, { recursive: true, filter: (src) => !src.endsWith("/vec_add.ptx") });
   mkdirSync(join(dir, ".vscode"), { recursive: true });
-  writeFileSync(join(dir, ".vscode/settings.json"), JSON.stringify({ "ptxls.server.pythonPath": PYTHON }, null, 2));
+  writeWorkspaceSettings(dir, PYTHON);
   return dir;
+}
+
+// A model name but no endpoint: the server reports "no LLM" until it has an API key, which
+// makes the key's way from SecretStorage into the server's environment visible.
+const LLM_MODEL = "e2e-model";
+
+function writeWorkspaceSettings(dir, python) {
+  const settings = { "ptxls.server.pythonPath": python, "ptxls.llm.model": LLM_MODEL };
+  writeFileSync(join(dir, ".vscode/settings.json"), JSON.stringify(settings, null, 2));
+}
+
+// The environment of everything the test starts: without the person's own LLM settings, so
+// that "no LLM" before the key is set is a fact of the test, not of the machine.
+function testEnv(extra = {}) {
+  const env = { ...process.env, ...extra };
+  for (const name of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "PTXLS_MODEL"]) delete env[name];
+  return env;
 }
 
 async function startCodeServer(tmp, workspace) {
@@ -404,12 +478,11 @@ async function startCodeServer(tmp, workspace) {
   );
   const config = join(tmp, "code-server.yaml");
   writeFileSync(config, "auth: none\ncert: false\n");
-  const childEnv = {
-    ...process.env,
+  const childEnv = testEnv({
     XDG_DATA_HOME: dirs["xdg-data"],
     XDG_CONFIG_HOME: dirs["xdg-config"],
     XDG_CACHE_HOME: dirs["xdg-cache"],
-  };
+  });
   const install = spawnSync(process.execPath, [CODE_SERVER, "--install-extension", VSIX, "--extensions-dir", dirs.extensions, "--user-data-dir", dirs["user-data"]], { env: childEnv, encoding: "utf8" });
   writeFileSync(join(OUT, "install-extension.log"), `${install.stdout}\n${install.stderr}`);
   if (install.status !== 0) throw new Error(`code-server --install-extension failed:\n${install.stdout}\n${install.stderr}`);
