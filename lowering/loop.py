@@ -24,6 +24,7 @@ from ptxls.fewshot.library import Example
 from . import prompt
 from .extract import extract_ptx
 from .llm_client import LlmError
+from .perf import perf_feedback, resource_usage
 from .ptx_check import PtxasUnavailable, compile_check, interface_problems
 from .sources import SourceKernel
 from .transcript import Transcript
@@ -61,6 +62,7 @@ class CandidateResult:
     model: str = ""
     error: str = ""  # why it stopped early
     plan: str = ""  # the model's plan (strategy "plan")
+    best_round: int = 0  # the round whose PTX is kept
 
 
 @dataclass
@@ -105,6 +107,7 @@ class LoopOptions:
     ptxas_path: str | None = None
     file_name: str = ""
     reference_ptx: str = ""
+    perf_rounds: int = 1  # optimize: after a pass, ask this many times for a faster version
 
 
 Progress = Callable[[str], None]
@@ -191,6 +194,8 @@ async def _candidate(
             plan = await ask(0, "plan")
             result.plan = plan.text
             messages.append({"role": "user", "content": prompt.after_plan_request()})
+        perf_done = 0
+        kernel = src.name
         for round_no in range(1, opts.rounds + 1):
             t0 = time.monotonic()
             reply = await ask(round_no, "ptx" if round_no == 1 else "repair")
@@ -262,14 +267,50 @@ async def _candidate(
                     )
                     if v.ok:
                         rec.outcome, rec.summary = "passed", f"{check.summary()}; {v.summary}"
-                        result.passed, result.ptx, result.verify = True, ext.ptx, v
+                        prev = result.verify.kernel_ms if result.verify else None
+                        better = not result.passed or (
+                            v.kernel_ms is not None and prev is not None and v.kernel_ms < prev
+                        )
+                        if result.passed:  # a performance round: keep the faster one
+                            rec.summary += (
+                                "; faster, kept" if better else "; not faster, earlier PTX kept"
+                            )
+                        if better:
+                            result.ptx, result.verify, result.best_round = ext.ptx, v, round_no
+                        result.passed = True
                     else:
                         rec.outcome, rec.summary, rec.feedback = "gpu", v.summary, v.feedback
             rec.total_s = time.monotonic() - t0
             result.rounds.append(rec)
             progress(f"{tag}, round {round_no}: {rec.summary}")
             if result.passed:
-                return result
+                v = result.verify
+                wants_perf = (
+                    opts.optimize
+                    and perf_done < opts.perf_rounds
+                    and round_no < opts.rounds
+                    and rec.outcome == "passed"
+                    and v is not None
+                    and v.tested
+                    and v.kernel_ms is not None
+                )
+                if not wants_perf:
+                    return result
+                usage = await resource_usage(
+                    result.ptx, kernel, arch=opts.arch, ptxas_path=opts.ptxas_path
+                )
+                ask_faster = perf_feedback(usage, v.kernel_ms, v.reference_ms, result.ptx)
+                transcript.record(
+                    "perf",
+                    candidate=index,
+                    round=round_no,
+                    resources=usage.text(),
+                    feedback=ask_faster,
+                )
+                progress(f"{tag}, round {round_no}: passed; asking for a faster version")
+                messages.append({"role": "user", "content": ask_faster})
+                perf_done += 1
+                continue
             if round_no < opts.rounds:
                 messages.append({"role": "user", "content": prompt.repair_request(rec.feedback)})
         result.error = f"no passing PTX after {opts.rounds} rounds"

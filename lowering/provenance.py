@@ -29,6 +29,7 @@ class Provenance:
     rounds: str = ""  # "2 (candidate 1 of 2)"
     compile: str = ""  # "ptxas 13.0 sm_90: ok"
     gpu: str = "not GPU-tested"
+    resources: str = ""  # ptxas -v: registers, spills, shared memory
     transcript: str = ""
     notes: tuple[str, ...] = ()
     date: str = ""
@@ -59,6 +60,8 @@ def with_header(ptx: str, p: Provenance) -> str:
         lines.append(f"// rounds: {p.rounds}")
     if p.compile:
         lines.append(f"// check: {p.compile}")
+    if p.resources:
+        lines.append(f"// resources: {p.resources}")
     lines.append(f"// gpu test: {p.gpu}")
     if p.transcript:
         lines.append(f"// transcript: {p.transcript}")

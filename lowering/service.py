@@ -17,6 +17,7 @@ from ptxls.fewshot.retrieve import pick_examples
 
 from .loop import LoopOptions, LoopResult, Progress, run_loop
 from .nvcc_reference import lower_with_nvcc
+from .perf import resource_usage
 from .provenance import OutputPlan, Provenance, plan_output, with_header
 from .settings import LlmSettings
 from .sources import SourceKernel, kernels_in, language_of
@@ -120,7 +121,9 @@ async def lower_nvcc(job: LowerJob, progress: Progress | None = None) -> LowerOu
     )
     if not res.ok:
         return LowerOutcome(False, res.message, src.name, notes=res.notes)
+    usage = await resource_usage(res.ptx, res.entry, arch=arch, ptxas_path=job.ptxas_path)
     prov = Provenance(
+        resources=f"{usage.text()} (ptxas -v, {arch})" if usage.registers is not None else "",
         backend="nvcc",
         source=_shown_path(job.source_path, job.workspace),
         kernel=src.name,
@@ -244,14 +247,19 @@ async def lower_llm(
     v = best.verify
     gpu_line = v.summary if v else "not GPU-tested"
     last = best.rounds[-1]
+    arch = job.arch or settings.arch
+    usage = await resource_usage(best.ptx, kernel, arch=arch, ptxas_path=job.ptxas_path)
     prov = Provenance(
+        resources=f"{usage.text()} (ptxas -v, {arch})" if usage.registers is not None else "",
         backend="llm",
         source=_shown_path(job.source_path, job.workspace)
         if not job.describe
         else f"request: {src.text[:120]}",
         kernel=kernel,
         model=best.model or settings.model or "",
-        rounds=f"{len(best.rounds)} (candidate {best.index} of {settings.candidates}, max {settings.rounds} rounds, strategy {settings.strategy})",
+        rounds=f"{len(best.rounds)}"
+        + (f", PTX of round {best.best_round}" if best.best_round != len(best.rounds) else "")
+        + f" (candidate {best.index} of {settings.candidates}, max {settings.rounds} rounds, strategy {settings.strategy})",
         compile=last.summary.split(";")[0],
         gpu=gpu_line,
         transcript=shown_transcript,

@@ -384,3 +384,35 @@ async def test_transcript_replays_to_the_same_verdicts(llm, tmp_path):
     ]
     assert rep.agrees
     assert rep.rounds[-1].ptx.strip() == GOOD_VEC_ADD.strip()
+
+
+async def test_optimize_asks_for_a_faster_version_with_ptxas_usage_and_keeps_the_faster(llm):
+    faster = GOOD_VEC_ADD.replace("// Launch:", "// variant 2. Launch:")
+    times = {GOOD_VEC_ADD.strip(): 1.00, faster.strip(): 0.80}
+
+    async def timed_verifier(ptx: str, kernel: str) -> VerifyResult:
+        ms = times[ptx.strip()]
+        return VerifyResult(
+            True, True, f"gpu: passed, {ms} ms", gpu="Test GPU", kernel_ms=ms, reference_ms=0.9
+        )
+
+    llm.set_script([Step(fenced(GOOD_VEC_ADD)), Step(fenced(faster))])
+    src = cuda_kernels(VEC_ADD_CU)[0]
+    client = LlmClient(settings_for(llm))
+    try:
+        result = await run_loop(
+            src,
+            client=client,
+            examples=[],
+            opts=LoopOptions(candidates=1, rounds=3, optimize=True),
+            transcript=Transcript(None),
+            verifier=timed_verifier,
+        )
+    finally:
+        await client.aclose()
+    assert result.ok and result.best.best_round == 2 and result.best.verify.kernel_ms == 0.80
+    ask = last_user_message(llm.chat_requests[1])
+    assert "ptxas -v: 12 registers, 0 bytes spilled" in ask
+    assert "1.000 ms vs 0.900 ms" in ask and "vectorize the global loads" in ask
+    assert "faster, kept" in result.best.rounds[1].summary
+    assert len(llm.chat_requests) == 2  # one performance round, then done
