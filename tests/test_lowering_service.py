@@ -212,3 +212,18 @@ def test_demo_step_lowers_vec_add_offline_and_explains_the_llm_step(monkeypatch)
     assert ".visible .entry vec_add(" in text and "backend: nvcc" in text
     assert "skipped: LLM lowering is not configured" in text
     assert not (ROOT / "examples" / "vec_add.nvcc.ptx").exists()
+
+
+def test_lower_cli_optimize_a_ptx_file_writes_beside_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "vec_add.ptx").write_text(GOOD_VEC_ADD)
+    variant = GOOD_VEC_ADD.replace("// Launch:", "// faster? Launch:")
+    with ScriptedLLM([Step(fenced(variant))]) as llm:
+        monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)
+        monkeypatch.setenv("PTXLS_MODEL", "scripted-model")
+        rc = ptxls_main(["lower", "vec_add.ptx", "--optimize", "--candidates", "1", "-q"])
+        prompt = llm.chat_requests[0].body["messages"][1]["content"]
+    assert rc == 0, capsys.readouterr().err
+    assert "Make it faster" in prompt and '<source lang="ptx"' in prompt
+    assert (tmp_path / "vec_add.ptx").read_text() == GOOD_VEC_ADD  # the source is never overwritten
+    assert "faster?" in (tmp_path / "vec_add.llm.ptx").read_text()
