@@ -175,7 +175,7 @@ async def _run(
 
     ok, why = await gpu_available(sup)
     if not ok:
-        report.status, report.summary = NO_GPU, why
+        report.status, report.summary, report.seed = NO_GPU, why, None
         return report
     device = sup.device or {}
     report.device = device
@@ -235,7 +235,7 @@ async def _run(
     report.worker_restarted = reply.restarted
     data = reply.data
     result = data.get("result") or {}
-    report.cases = [CaseResult.from_dict(c) for c in result.get("cases", [])]
+    report.cases = [CaseResult.from_dict(c) for c in result.get("cases", reply.cases)]
     report.copy_ceiling_gbps = result.get("copy_ceiling_gbps")
     load = result.get("load") or {}
     if load.get("path") == "cubin":
@@ -244,6 +244,7 @@ async def _run(
         report.load_path = "PTX through the driver JIT"
     report.jit_log = load.get("jit_log", "")
     report.notes += load.get("notes", [])
+    bad = report.failing_case
     if reply.timed_out:
         report.status = TIMEOUT
         step = f" while: {reply.last_progress}" if reply.last_progress else ""
@@ -254,18 +255,20 @@ async def _run(
         report.summary = (
             f"the GPU worker died during the test ({reply.stderr_tail}); it will be replaced"
         )
+    elif data.get("no_device"):
+        report.status, report.summary = NO_GPU, no_gpu_text(data["no_device"])
+    elif load.get("error"):
+        report.status, report.summary = BUILD_ERROR, load["error"]
+    elif data.get("cuda_error") and bad is not None:
+        # The kernel faulted in a case: a failure of the kernel, not of the harness.
+        report.status = FAIL
+        report.summary = f"case n={bad.n}: " + "; ".join(bad.messages)
+        if data.get("sticky"):
+            report.notes.append("the CUDA context was lost; the worker was replaced")
     elif not data.get("ok"):
-        if data.get("no_device"):
-            report.status, report.summary = NO_GPU, no_gpu_text(data["no_device"])
-        else:
-            report.summary = data.get("error", "unknown error")
-            if data.get("sticky"):
-                report.summary += " — the CUDA context is lost; the worker was replaced"
-            if load.get("error"):
-                report.status = BUILD_ERROR
+        report.summary = data.get("error", "unknown error")
     else:
         report.status = PASS if report.cases and all(c.passed for c in report.cases) else FAIL
-        bad = report.failing_case
         if bad is not None:
             report.summary = f"case n={bad.n}: " + "; ".join(bad.messages)
     return report

@@ -20,6 +20,7 @@ from .ptx_source import ptx_version
 
 BUILD_TIMEOUT_S = 120.0
 
+
 @dataclass
 class Built:
     cubin_path: str | None = None
@@ -55,7 +56,6 @@ def _remember(key: tuple, built: Built) -> Built:
 
 def _key(*parts: str) -> tuple:
     return tuple(hashlib.sha256(p.encode()).hexdigest() if len(p) > 64 else p for p in parts)
-
 
 
 def workdir() -> Path:

@@ -144,8 +144,14 @@ def random_values(dt: DType, count: int, rng: np.random.Generator) -> np.ndarray
     """Fresh inputs: floats in [-1, 1) (never all zero, so a kernel that ignores an input shows),
     small integers so sums and products of a few inputs stay in range."""
     if dt.is_float:
-        v = rng.uniform(-1.0, 1.0, count).astype(np.float32 if dt.name == "bf16" else dt.storage)
-        return f32_to_bf16(v) if dt.name == "bf16" else v
+        # Generated in the narrowest float numpy draws directly (float32 is 3x faster at 16M).
+        draw = np.float64 if dt.name == "f64" else np.float32
+        v = rng.random(count, dtype=draw)
+        v *= 2
+        v -= 1
+        if dt.name == "bf16":
+            return f32_to_bf16(v)
+        return v.astype(dt.storage, copy=False)
     info = np.iinfo(dt.storage)
     lo, hi = max(info.min, -100), min(info.max, 100)
     return rng.integers(lo, hi, count, endpoint=True).astype(dt.storage)

@@ -69,9 +69,15 @@ def scalar_arg(p: ParamSpec, value) -> np.ndarray:
 
 
 class Harness:
-    def __init__(self, ctx: cd.Context, progress: Callable[[str], None]):
+    def __init__(
+        self,
+        ctx: cd.Context,
+        progress: Callable[[str], None],
+        case_done: Callable[[dict], None] | None = None,
+    ):
         self.ctx = ctx
         self.progress = progress
+        self.case_done = case_done or (lambda case: None)
         self.flush_buf: int | None = None
         self.copy_ceiling_gbps: float | None = None
         self.events = cd.Events()
@@ -112,9 +118,9 @@ class Harness:
         do_time = bool(req.get("time", True))
         ceiling = self.measure_copy_ceiling() if do_time else None
         for i, n in enumerate(spec.sizes):
-            cases.append(
-                self.run_case(spec, kernel_fn, ref, ref_fn, n, seed + i, i, do_time, ceiling)
-            )
+            case = self.run_case(spec, kernel_fn, ref, ref_fn, n, seed + i, i, do_time, ceiling)
+            cases.append(case)
+            self.case_done(case)  # streamed: a later hang must not lose the finished cases
         return {"cases": cases, "copy_ceiling_gbps": ceiling}
 
     def run_case(self, spec, kernel_fn, ref, ref_fn, n, seed, index, do_time, ceiling) -> dict:

@@ -38,6 +38,8 @@ class LaunchSpec:
 
 @dataclass
 class TestSpec:
+    __test__ = False  # a data class, not a pytest test class
+
     kernel: str
     params: list[ParamSpec]
     launch: LaunchSpec = field(default_factory=LaunchSpec)

@@ -15,7 +15,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 START_TIMEOUT_S = 60.0  # interpreter + cuInit + context: ~0.8 s on the H200, more on a busy box
 
@@ -30,6 +30,7 @@ class WorkerReply:
     last_progress: str = ""
     restarted: bool = False  # the worker was discarded after this request
     stderr_tail: str = ""
+    cases: list[dict] = field(default_factory=list)  # finished cases streamed before the reply
 
 
 def default_command() -> list[str]:
@@ -115,7 +116,13 @@ class Supervisor:
                 self.no_device = hello.data.get("no_device")
                 if msg.get("op") == "hello":
                     return hello
-            reply = await self._exchange(msg, timeout_s, on_progress)
+            try:
+                reply = await self._exchange(msg, timeout_s, on_progress)
+            except asyncio.CancelledError:
+                # The person cancelled: the worker is mid-request and its late reply would be
+                # read as the next request's, so it goes (a fresh one starts on demand).
+                await asyncio.shield(self.kill())
+                raise
             if reply.timed_out or reply.crashed or reply.data.get("sticky"):
                 await self.kill()
                 reply.restarted = True
@@ -125,6 +132,7 @@ class Supervisor:
         proc = self.proc
         assert proc is not None
         last = ""
+        cases: list[dict] = []
         try:
             proc.stdin.write((json.dumps(msg) + "\n").encode())
             await proc.stdin.drain()
@@ -134,7 +142,7 @@ class Supervisor:
             try:
                 line = await asyncio.wait_for(proc.stdout.readline(), timeout_s)
             except TimeoutError:
-                return WorkerReply({}, timed_out=True, last_progress=last)
+                return WorkerReply({}, timed_out=True, last_progress=last, cases=cases)
             except (ValueError, asyncio.LimitOverrunError):
                 return WorkerReply({"error": "worker reply too large"}, crashed=True)
             if not line:
@@ -147,10 +155,12 @@ class Supervisor:
                 continue  # not ours; the worker keeps its protocol on a private fd anyway
             if "progress" in data:
                 last = data["progress"]
+                if "case" in data:
+                    cases.append(data["case"])
                 if on_progress:
                     on_progress(last)
                 continue
-            return WorkerReply(data, last_progress=last)
+            return WorkerReply(data, last_progress=last, cases=cases)
 
     async def _tail(self, proc) -> str:
         with contextlib.suppress(Exception):

@@ -49,7 +49,11 @@ class Worker:
             from .harness import Harness
 
             self.ctx = cd.Context()
-            self.harness = Harness(self.ctx, lambda msg: _send({"progress": msg}))
+            self.harness = Harness(
+                self.ctx,
+                lambda msg: _send({"progress": msg}),
+                lambda case: _send({"progress": f"case n={case['n']} done", "case": case}),
+            )
             return True
         except Exception as e:  # noqa: BLE001 - every way of having no GPU becomes a reason
             self.no_device = no_device_reason(e)

@@ -1,0 +1,106 @@
+"""``ptxls test``: the GPU test harness from the terminal, the same one "Run GPU test" runs.
+
+    ptxls test examples/vec_add.ptx                 # spec and reference from vec_add.cu beside it
+    ptxls test kernel.ptx --kernel k --ref k.cu --sizes 0 1 1000 1048576
+    ptxls test kernel.cu --json
+
+Progress goes to stderr, the table to stdout. Exit 0 when every kernel passes, 1 when one fails
+(wrong, faulted, hung, no spec, did not build), 3 when there is no CUDA device (the reason is
+printed: no traceback), 2 when it could not run (no such file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_RUN, EXIT_NO_GPU = 0, 1, 2, 3
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "test", help="run a kernel's GPU test (cases, reference, timing) and print its table"
+    )
+    p.add_argument("file", metavar="FILE", help=".ptx or .cu file")
+    p.add_argument("--kernel", help="test only this kernel (default: every kernel in FILE)")
+    p.add_argument(
+        "--ref", metavar="FILE.cu", help="CUDA reference (default: FILE's pair or annotation)"
+    )
+    p.add_argument(
+        "--sizes",
+        nargs="+",
+        metavar="N",
+        help="problem sizes to test (default: 0 1 255 257 3007 16777216)",
+    )
+    p.add_argument("--arch", help="sm_XX to assemble for (default: the GPU's)")
+    p.add_argument("--ptxas", help="path of the ptxas to assemble with")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        help="seconds a step may take before the kernel counts as hung",
+    )
+    p.add_argument("--seed", type=int, help="replay a run: the seed its report showed")
+    p.add_argument("--json", action="store_true", help="print the reports as JSON")
+
+
+def _sizes(raw: list[str] | None) -> list[int] | None:
+    if not raw:
+        return None
+    from ptxls.gputest.exprs import ExprError, evaluate_int
+
+    sizes = []
+    for tok in " ".join(raw).replace(",", " ").split():
+        try:
+            n = evaluate_int(tok, {})
+        except ExprError as e:
+            raise ValueError(f"--sizes: {e}") from None
+        if n < 0:
+            raise ValueError(f"--sizes: {tok} is negative")
+        sizes.append(n)
+    return sizes
+
+
+async def _run(args: argparse.Namespace, sizes: list[int] | None):
+    from ptxls.gputest.api import run_gpu_test_file
+    from ptxls.gputest.supervisor import shared_supervisor
+
+    def progress(msg: str) -> None:
+        if not args.json:
+            print(f"  … {msg}", file=sys.stderr)
+
+    try:
+        return await run_gpu_test_file(
+            args.file, args.kernel, ref=args.ref, sizes=sizes, arch=args.arch, ptxas=args.ptxas,
+            timeout_s=args.timeout, seed=args.seed, on_progress=progress,
+        )  # fmt: skip
+    finally:
+        await shared_supervisor().close()
+
+
+def run(args: argparse.Namespace) -> int:
+    from ptxls.gputest.api import format_table
+
+    path = Path(args.file)
+    if not path.is_file():
+        print(f"ptxls test: no such file: {args.file}", file=sys.stderr)
+        return EXIT_CANNOT_RUN
+    if args.ref and not Path(args.ref).is_file():
+        print(f"ptxls test: no such reference file: {args.ref}", file=sys.stderr)
+        return EXIT_CANNOT_RUN
+    try:
+        sizes = _sizes(args.sizes)
+    except ValueError as e:
+        print(f"ptxls test: {e}", file=sys.stderr)
+        return EXIT_CANNOT_RUN
+    reports = asyncio.run(_run(args, sizes))
+    if args.json:
+        print(json.dumps([r.to_dict() for r in reports], indent=2, default=str))
+    else:
+        print("\n\n".join(format_table(r) for r in reports))
+    if any(r.status == "no-gpu" for r in reports):
+        return EXIT_NO_GPU
+    return EXIT_PASS if all(r.passed for r in reports) else EXIT_FAIL

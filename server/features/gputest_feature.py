@@ -1,0 +1,307 @@
+""" "Run GPU test" in the editor: a code lens on every ``.entry`` (PTX) and ``__global__`` (CUDA),
+the ``ptxls.runGpuTest`` command (uri, kernel) with cancellable ``$/progress``, results cached
+per (uri, kernel) with the document version they were computed for, a hover on the kernel's line
+that reads only that cache (stale after an edit), and ``gpu-test`` error diagnostics on failure.
+
+The GPU work itself is ``ptxls.gputest.api.run_gpu_test``: a killable worker process, so a kernel
+that faults or hangs costs a worker, never this server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from dataclasses import dataclass
+from urllib.parse import unquote, urlparse
+
+from lsprotocol import types
+from ptxls.gputest import api
+from ptxls.gputest.report import NO_GPU, TestReport
+
+from ..app import PtxlsServer
+
+log = logging.getLogger("ptxls")
+
+COMMAND = "ptxls.runGpuTest"
+PRODUCER = "gpu-test"
+
+
+@dataclass
+class CachedResult:
+    version: int | None  # document version the test ran on
+    report: TestReport
+
+
+class GpuTestState:
+    def __init__(self) -> None:
+        self.results: dict[tuple[str, str], CachedResult] = {}
+        self.running: dict[tuple[str, str], asyncio.Task] = {}
+
+
+def _language(uri: str, ls: PtxlsServer) -> str | None:
+    doc = ls.open_document(uri)
+    lang = getattr(doc, "language_id", None) if doc else None
+    if uri.endswith(".ptx") or lang == "ptx":
+        return "ptx"
+    if uri.endswith((".cu", ".cuh")) or lang in ("cuda", "cuda-cpp"):
+        return "cuda"
+    return None
+
+
+def _path(uri: str) -> str | None:
+    parsed = urlparse(uri)
+    return unquote(parsed.path) if parsed.scheme == "file" else None
+
+
+def _kernels(ls: PtxlsServer, uri: str) -> list[tuple[str, int, int]]:
+    doc, lang = ls.open_document(uri), _language(uri, ls)
+    if doc is None or lang is None:
+        return []
+    return api.kernels_in(doc.source, lang)
+
+
+def _is_stale(ls: PtxlsServer, uri: str, cached: CachedResult) -> bool:
+    doc = ls.open_document(uri)
+    return doc is None or doc.version != cached.version
+
+
+# -- code lens ---------------------------------------------------------------------------------
+
+
+def code_lenses(ls: PtxlsServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+    state: GpuTestState = ls.gputest_state
+    uri = params.text_document.uri
+    lenses = []
+    for name, line, col in _kernels(ls, uri):
+        title = "Run GPU test"
+        cached = state.results.get((uri, name))
+        if (uri, name) in state.running:
+            title = "GPU test running…"
+        elif cached is not None:
+            word = {"pass": "passed", NO_GPU: "no GPU"}.get(cached.report.status, "FAILED")
+            stale = ", stale" if _is_stale(ls, uri, cached) else ""
+            title = f"Run GPU test (last: {word}{stale})"
+        rng = types.Range(types.Position(line, col), types.Position(line, col + len(name)))
+        lenses.append(types.CodeLens(range=rng, command=types.Command(title=title, command=COMMAND, arguments=[uri, name])))
+    return lenses
+
+
+# -- hover -------------------------------------------------------------------------------------
+
+
+def hover(ls: PtxlsServer, params: types.HoverParams) -> types.Hover | None:
+    """The cached result for the kernel declared on this line; never starts GPU work."""
+    state: GpuTestState = ls.gputest_state
+    uri, line = params.text_document.uri, params.position.line
+    for name, kline, col in _kernels(ls, uri):
+        if kline != line:
+            continue
+        cached = state.results.get((uri, name))
+        if cached is None:
+            return None  # other providers (opcode docs, …) may answer
+        text = api.format_table(cached.report)
+        if _is_stale(ls, uri, cached):
+            doc = ls.open_document(uri)
+            now = doc.version if doc else "closed"
+            text = (
+                f"_stale: this result is for version {cached.version} of the buffer; it is now "
+                f"version {now}. Run the GPU test again._\n\n" + text
+            )
+        rng = types.Range(types.Position(line, col), types.Position(line, col + len(name)))
+        return types.Hover(
+            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text), range=rng
+        )
+    return None
+
+
+# -- diagnostics -------------------------------------------------------------------------------
+
+
+def _diagnostics(ls: PtxlsServer, uri: str) -> list[types.Diagnostic]:
+    state: GpuTestState = ls.gputest_state
+    where = {name: (line, col) for name, line, col in _kernels(ls, uri)}
+    out = []
+    for (u, name), cached in state.results.items():
+        r = cached.report
+        if u != uri or r.passed or r.status == NO_GPU or name not in where:
+            continue
+        line, col = where[name]
+        stale = _is_stale(ls, uri, cached)
+        prefix = "[stale: the buffer changed since this test] " if stale else ""
+        spots = [
+            (p.line, p.col, p.end_col if p.end_col > p.col else p.col + 1, str(p.message))
+            for p in r.problems
+            if p.line >= 0 and (not p.file or p.file == _path(uri))
+        ]  # annotation problems point at the annotation itself
+        if not spots:
+            spots = [(line, col, col + len(name), api.failure_feedback(r))]
+        for sline, scol, ecol, message in spots:
+            out.append(
+                types.Diagnostic(
+                    range=types.Range(types.Position(sline, scol), types.Position(sline, ecol)),
+                    message=prefix + message,
+                    severity=types.DiagnosticSeverity.Error,
+                    source=PRODUCER,
+                    code=r.status,
+                )
+            )
+    return out
+
+
+def _refresh(ls: PtxlsServer, uri: str) -> None:
+    ls.store.set(uri, PRODUCER, _diagnostics(ls, uri))
+    doc = ls.open_document(uri)
+    ls.publish(uri, doc.version if doc else None)
+    caps = ls.client_capabilities.workspace
+    if caps and caps.code_lens and caps.code_lens.refresh_support:
+        try:
+            ls.workspace_code_lens_refresh(None)
+        except Exception as e:  # noqa: BLE001 - a refresh is a courtesy
+            log.info("code lens refresh failed: %s", e)
+
+
+def on_change(ls: PtxlsServer, params) -> None:
+    """Results are now stale: keep them (hover says so) and move the diagnostics with their
+    kernels; the next publish of the document carries them."""
+    uri = params.text_document.uri
+    if any(u == uri for u, _ in ls.gputest_state.results):
+        ls.store.set(uri, PRODUCER, _diagnostics(ls, uri))
+
+
+def on_close(ls: PtxlsServer, params) -> None:
+    uri = params.text_document.uri
+    state: GpuTestState = ls.gputest_state
+    for key in [k for k in state.results if k[0] == uri]:
+        del state.results[key]
+    for key in [k for k in state.running if k[0] == uri]:
+        state.running.pop(key).cancel()
+
+
+# -- the command -------------------------------------------------------------------------------
+
+
+class _Progress:
+    """Cancellable $/progress; a no-op when the client cannot show progress."""
+
+    def __init__(self, ls: PtxlsServer, title: str):
+        self.ls, self.title, self.token = ls, title, str(uuid.uuid4())
+        self.enabled = False
+        self.cancel = asyncio.Event()
+
+    async def begin(self) -> None:
+        caps = self.ls.client_capabilities.window
+        if not (caps and caps.work_done_progress):
+            return
+        try:
+            await self.ls.work_done_progress.create_async(self.token)
+        except Exception as e:  # noqa: BLE001 - progress is a courtesy; the work goes on
+            log.info("client refused a progress token: %s", e)
+            return
+        self.enabled = True
+        self.ls.work_done_progress.begin(
+            self.token,
+            types.WorkDoneProgressBegin(title=self.title, cancellable=True, message="starting"),
+        )
+        future = self.ls.work_done_progress.tokens.get(self.token)
+        if future is not None:
+            future.add_done_callback(lambda f: self.cancel.set() if f.cancelled() else None)
+
+    def report(self, message: str) -> None:
+        if self.enabled:
+            self.ls.work_done_progress.report(
+                self.token, types.WorkDoneProgressReport(message=message)
+            )
+
+    def end(self, message: str) -> None:
+        if self.enabled:
+            self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
+
+
+async def run_gpu_test_command(ls: PtxlsServer, *args) -> dict:
+    """Arguments: uri, kernel. Returns {ok, status, summary} (also for no GPU: never raises)."""
+    if len(args) < 2 or not all(isinstance(a, str) for a in args[:2]):
+        return {
+            "ok": False,
+            "status": "bad-arguments",
+            "summary": f"{COMMAND} takes (uri, kernel), got {list(args)}",
+        }
+    uri, kernel = args[0], args[1]
+    doc = ls.open_document(uri)
+    lang = _language(uri, ls)
+    if doc is None or lang is None:
+        return {
+            "ok": False,
+            "status": "not-open",
+            "summary": f"{uri} is not an open .ptx/.cu document",
+        }
+    state: GpuTestState = ls.gputest_state
+    key = (uri, kernel)
+    if key in state.running:
+        state.running.pop(key).cancel()  # a second click restarts with the current text
+    version, text, path = doc.version, doc.source, _path(uri)
+    s = ls.settings
+    kw = dict(arch=s.arch, ptxas=s.ptxas_path, nvcc=s.nvcc_path)
+    progress = _Progress(ls, f"ptxls: GPU test of {kernel}")
+    await progress.begin()
+
+    async def work() -> TestReport:
+        if lang == "ptx":
+            return await api.run_gpu_test(
+                text, kernel, ptx_path=path, on_progress=progress.report, **kw
+            )
+        return await api.run_gpu_test_cuda(
+            text, kernel, path=path or "", on_progress=progress.report, **kw
+        )
+
+    task = asyncio.get_running_loop().create_task(work())
+    state.running[key] = task
+    _refresh_lens_only(ls)
+    cancel_wait = asyncio.ensure_future(progress.cancel.wait())
+    try:
+        done, _ = await asyncio.wait({task, cancel_wait}, return_when=asyncio.FIRST_COMPLETED)
+        if task not in done:
+            task.cancel()
+            progress.end("cancelled")
+            return {"ok": False, "status": "cancelled", "summary": "cancelled"}
+        report = task.result()
+    except asyncio.CancelledError:
+        progress.end("cancelled")
+        return {"ok": False, "status": "cancelled", "summary": "cancelled"}
+    except Exception as e:  # a bug in the harness must not take the server down
+        ls.report_server_error(e, run_gpu_test_command)
+        progress.end("failed")
+        return {"ok": False, "status": "error", "summary": f"{type(e).__name__}: {e}"}
+    finally:
+        cancel_wait.cancel()
+        if state.running.get(key) is task:
+            del state.running[key]
+    state.results[key] = CachedResult(version, report)
+    headline = report.summary.splitlines()[0] if report.summary else report.status
+    progress.end(f"{report.status}: {headline}"[:200])
+    if report.status == NO_GPU:
+        ls.tell_once("gputest:no-gpu", f"ptxls: GPU tests cannot run here: {report.summary}")
+    _refresh(ls, uri)
+    return {"ok": report.passed, "status": report.status, "summary": report.summary,
+            "table": api.format_table(report)}  # fmt: skip
+
+
+def _refresh_lens_only(ls: PtxlsServer) -> None:
+    caps = ls.client_capabilities.workspace
+    if caps and caps.code_lens and caps.code_lens.refresh_support:
+        try:
+            ls.workspace_code_lens_refresh(None)
+        except Exception as e:  # noqa: BLE001
+            log.info("code lens refresh failed: %s", e)
+
+
+def register(server: PtxlsServer) -> None:
+    server.gputest_state = GpuTestState()
+    server.code_lens_providers.append(code_lenses)
+    server.hover_providers.append(hover)
+    server.did_change_hooks.append(on_change)
+    server.did_close_hooks.append(on_close)
+
+    @server.command(COMMAND)
+    async def run_gpu_test(ls: PtxlsServer, *args):
+        return await run_gpu_test_command(ls, *args)
