@@ -162,6 +162,16 @@ async function runScenario(page, workspace, oracle) {
     return `vec_add.ptx created (${statSync(created).size} bytes)`;
   });
 
+  await step("the lowered vec_add.ptx passes ptxls check (no red file)", async () => {
+    const created = join(workspace, "vec_add.ptx");
+    if (!existsSync(created)) return skip("vec_add.ptx was not created");
+    // The same engine the editor uses, from the command line: a clean exit means the file
+    // the code action wrote shows no problems in the editor either.
+    const check = spawnSync(PYTHON, ["-m", "ptxls.server", "check", created], { cwd: workspace, env: testEnv(), encoding: "utf8" });
+    if (check.status !== 0) throw new Error(`ptxls check exited ${check.status}:\n${check.stdout}${check.stderr}`);
+    return "ptxls check: clean";
+  });
+
   await step("the API key from \"ptxls: Set LLM API key\" reaches the server, and no log", async () => {
     if (!oracle.status) return skip("the server sends no ptxls/status, so the key's arrival is not visible");
     const item = page.locator(".statusbar-item", { hasText: "ptxas" }).first();
@@ -182,8 +192,10 @@ async function runScenario(page, workspace, oracle) {
   });
 
   await step("a wrong interpreter gets a notification saying how to fix it", async () => {
+    await runCommand(page, "Notifications: Clear All Notifications");
     writeWorkspaceSettings(workspace, "/nonexistent/bin/python3");
-    const toast = page.locator(".notifications-toasts .notification-toast", { hasText: "/nonexistent/bin/python3" }).first();
+    // fade-in-done: the toast has finished sliding in, so the screenshot shows it whole.
+    const toast = page.locator(".notifications-toasts .notification-toast.notification-fade-in-done", { hasText: "/nonexistent/bin/python3" }).first();
     await toast.waitFor({ timeout: SLOW });
     const text = (await toast.innerText()).replace(/\s+/g, " ").trim();
     if (!/not found/.test(text) || !/Set Python interpreter/.test(text)) throw new Error(`unexpected notification: "${text}"`);
@@ -571,7 +583,7 @@ async function step(name, body) {
   } catch (error) {
     const status = error instanceof Skip ? "skipped" : "failed";
     results.push({ step: name, status, detail: error.message, seconds: (Date.now() - started) / 1000 });
-    console.log(`${status === "skipped" ? "SKIP" : "FAIL"}  ${name} — ${error.message.split("\n")[0]}`);
+    console.log(`${status === "skipped" ? "SKIP" : "FAIL"}  ${name} — ${error.message.trim().replace(/\s*\n\s*/g, " | ").slice(0, 400)}`);
     if (status === "failed") await shot(currentPage, `FAILED-${name.replace(/[^A-Za-z0-9]+/g, "-")}`).catch(() => undefined);
   }
 }
