@@ -425,11 +425,33 @@ async function openCodeActionMenu(page, kind) {
   }
 }
 
+// Screenshots worth showing in the README, under stable names. With PTXLS_E2E_SCREENSHOTS=DIR
+// (docs/screenshots) a green run refreshes them.
+const README_SHOTS = {
+  problems: "vscode-diagnostics.png",
+  fixed: "vscode-fixed.png",
+  "status-bar": "vscode-status-bar.png",
+  hover: "vscode-hover.png",
+  "code-action-menu": "vscode-code-action.png",
+  lowered: "vscode-lowered.png",
+  "wrong-interpreter": "vscode-wrong-interpreter.png",
+};
+const readmeShots = [];
+
 async function shot(page, name) {
   shotIndex += 1;
   const file = join(OUT, `${String(shotIndex).padStart(2, "0")}-${name}.png`);
   await page.screenshot({ path: file });
+  if (README_SHOTS[name]) readmeShots.push([file, README_SHOTS[name]]);
   return file;
+}
+
+function publishScreenshots() {
+  const dir = process.env.PTXLS_E2E_SCREENSHOTS;
+  if (!dir) return;
+  mkdirSync(resolve(REPO, dir), { recursive: true });
+  for (const [file, name] of readmeShots) cpSync(file, join(resolve(REPO, dir), name));
+  console.log(`copied ${readmeShots.length} screenshots to ${dir}`);
 }
 
 // ---------------------------------------------------------------------------- plumbing
@@ -598,6 +620,7 @@ function firstWords(text) {
 main()
   .then(() => {
     const failed = results.filter((r) => r.status === "failed");
+    if (failed.length === 0) publishScreenshots();
     console.log(`\n${results.filter((r) => r.status === "passed").length} passed, ${results.filter((r) => r.status === "skipped").length} skipped, ${failed.length} failed; screenshots and logs in ${OUT}`);
     process.exit(failed.length ? 1 : 0);
   })
