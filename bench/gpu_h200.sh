@@ -14,8 +14,9 @@ export PTXLS_GPU_TRANSCRIPT="$OUT/gputest-h200-reports.md"
 : > "$PTXLS_GPU_TRANSCRIPT"
 python3 -m pytest tests/gpu -v --noconftest -p no:cacheprovider -o addopts="" 2>&1 | tee "$OUT/gputest-h200-pytest.txt"
 python3 bench/gputest_latency.py --out "$OUT/gputest-latency-h200.json" 2>&1 | tee "$OUT/gputest-latency-h200.txt"
-for f in "$@"; do python3 -c "
-import asyncio, sys
-from ptxls.gputest.api import run_gpu_test_file, format_table
-for r in asyncio.run(run_gpu_test_file(sys.argv[1], timeout_s=3)): print(format_table(r))
-" "$f"; done
+# The CLI as a person runs it, on the files named on the command line (exit code printed).
+for f in "$@"; do
+  echo "\$ ptxls test $f"
+  python3 -m ptxls.server.cli test "$f" --timeout 3 2>/dev/null
+  echo "exit $?"
+done 2>&1 | tee "$OUT/gputest-h200-cli.txt"

@@ -173,29 +173,45 @@ async def _run(
     report = TestReport(kernel, ERROR, sizes=list(spec.sizes), seed=run_seed)
     sup = supervisor or shared_supervisor()
 
-    ok, why = await gpu_available(sup)
-    if not ok:
-        report.status, report.summary, report.seed = NO_GPU, why, None
-        return report
-    device = sup.device or {}
-    report.device = device
     kind, text = kernel_source
-    target = arch or _arch_for(
-        ptx_target(text) if kind == "ptx" else None, device.get("arch", "sm_90")
-    )
-
-    # Build the kernel and the reference at the same time (two subprocesses).
     if explicit_cuda_ref or (not spec.numpy_ref and resolution.reference_source):
         ref_kind = "cuda"
     elif spec.numpy_ref:
         ref_kind = "numpy"
     else:
         ref_kind = "self"
-    jobs = [build.assemble_ptx(text, target, ptxas=ptxas) if kind == "ptx"
-            else build.compile_cuda(text, kernel, target, nvcc=nvcc)]  # fmt: skip
-    if ref_kind == "cuda":
-        jobs.append(build.compile_cuda(resolution.reference_source, kernel, target, nvcc=nvcc))
-    built = await asyncio.gather(*jobs)
+
+    def builds(target: str) -> list:
+        jobs = [build.assemble_ptx(text, target, ptxas=ptxas) if kind == "ptx"
+                else build.compile_cuda(text, kernel, target, nvcc=nvcc)]  # fmt: skip
+        if ref_kind == "cuda":
+            jobs.append(build.compile_cuda(resolution.reference_source, kernel, target, nvcc=nvcc))
+        return jobs
+
+    # Start the worker (cold: ~1 s) and the builds (nvcc: ~0.4 s) at the same time. The arch is
+    # a guess until the worker names the device: the last device seen, the file's .target, or
+    # sm_90; a wrong guess is rebuilt (and cancelled builds kill their compilers).
+    file_target = ptx_target(text) if kind == "ptx" else None
+    guess = arch or _arch_for(file_target, (sup.device or {}).get("arch") or "sm_90")
+    hello = asyncio.ensure_future(gpu_available(sup))
+    early = asyncio.ensure_future(asyncio.gather(*builds(guess)))
+    try:
+        ok, why = await hello
+    except BaseException:
+        await _discard(early)
+        raise
+    if not ok:
+        await _discard(early)
+        report.status, report.summary, report.seed = NO_GPU, why, None
+        return report
+    device = sup.device or {}
+    report.device = device
+    target = arch or _arch_for(file_target, device.get("arch", "sm_90"))
+    if target == guess:
+        built = await early
+    else:
+        await _discard(early)
+        built = await asyncio.gather(*builds(target))
     kb = built[0]
     kernel_req = {"name": kb.symbol or kernel, "cubin_path": kb.cubin_path, "assembler": kb.tool,
                   "ptx": text if kind == "ptx" else None}  # fmt: skip
@@ -272,6 +288,14 @@ async def _run(
         if bad is not None:
             report.summary = f"case n={bad.n}: " + "; ".join(bad.messages)
     return report
+
+
+async def _discard(fut: asyncio.Future) -> None:
+    """Cancel builds nobody needs and wait for their compilers to be killed."""
+    fut.cancel()
+    await asyncio.wait([fut])  # our own cancellation still propagates
+    if not fut.cancelled():
+        fut.exception()  # retrieved: no "exception was never retrieved" at exit
 
 
 def _arch_for(ptx_target_arch: str | None, device_arch: str) -> str:

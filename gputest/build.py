@@ -58,6 +58,11 @@ def _key(*parts: str) -> tuple:
     return tuple(hashlib.sha256(p.encode()).hexdigest() if len(p) > 64 else p for p in parts)
 
 
+def _failed(out_dir: Path, tool: str, error: str, seconds: float = 0.0) -> Built:
+    shutil.rmtree(out_dir, ignore_errors=True)  # nothing in it is worth keeping
+    return Built(tool=tool, error=error, seconds=seconds)
+
+
 def workdir() -> Path:
     d = Path(tempfile.gettempdir()) / "ptxls-gputest"
     d.mkdir(exist_ok=True)
@@ -85,14 +90,14 @@ async def assemble_ptx(
             [tool.path, f"-arch={arch}", str(src), "-o", str(cubin)], timeout=BUILD_TIMEOUT_S
         )
     except OSError as e:
-        return Built(tool=tool.describe(), error=f"could not run {tool.path}: {e}")
+        return _failed(out_dir, tool.describe(), f"could not run {tool.path}: {e}")
     if res.timed_out:
-        return Built(
-            tool=tool.describe(), error=f"ptxas did not finish within {BUILD_TIMEOUT_S:g} s"
+        return _failed(
+            out_dir, tool.describe(), f"ptxas did not finish within {BUILD_TIMEOUT_S:g} s"
         )
     if res.returncode != 0 or not cubin.exists():
         msg = (res.stderr or res.stdout).strip().replace(str(src), "input.ptx")
-        return Built(tool=tool.describe(), error=f"ptxas failed:\n{msg}", seconds=res.seconds)
+        return _failed(out_dir, tool.describe(), f"ptxas failed:\n{msg}", seconds=res.seconds)
     return _remember(key, Built(str(cubin), tool.describe(), seconds=res.seconds))
 
 
@@ -124,20 +129,18 @@ async def compile_cuda(source: str, kernel: str, arch: str, *, nvcc: str | None 
     try:
         res = await run_killable(args, timeout=BUILD_TIMEOUT_S, cwd=str(out_dir))
     except OSError as e:
-        return Built(tool=tool.describe(), error=f"could not run {tool.path}: {e}")
+        return _failed(out_dir, tool.describe(), f"could not run {tool.path}: {e}")
     if res.timed_out:
-        return Built(
-            tool=tool.describe(), error=f"nvcc did not finish within {BUILD_TIMEOUT_S:g} s"
+        return _failed(
+            out_dir, tool.describe(), f"nvcc did not finish within {BUILD_TIMEOUT_S:g} s"
         )
     if res.returncode != 0 or not cubin.exists():
         msg = (res.stderr or res.stdout).strip().replace(str(src), "reference.cu")
-        return Built(
-            tool=tool.describe(), error=f"nvcc failed on the reference:\n{msg}", seconds=res.seconds
-        )
+        return _failed(out_dir, tool.describe(), f"nvcc failed:\n{msg}", seconds=res.seconds)
     symbol = find_symbol(cubin.read_bytes(), kernel)
     if symbol is None:
-        return Built(
-            tool=tool.describe(), error=f"no kernel named '{kernel}' in the compiled reference"
+        return _failed(
+            out_dir, tool.describe(), f"no kernel named '{kernel}' in what nvcc compiled"
         )
     return _remember(key, Built(str(cubin), tool.describe(), symbol=symbol, seconds=res.seconds))
 

@@ -116,7 +116,9 @@ def format_table(report: TestReport) -> str:
                 lines.append(f"| {n} | not run | — | — | — |")
                 continue
             result = "pass" if c.passed else "**FAIL**"
-            lines.append(f"| {c.n} | {result} | {_err(c)} | {_ms(c.time_ms)} | {_ms(c.ref_time_ms)} |")
+            lines.append(
+                f"| {c.n} | {result} | {_err(c)} | {_ms(c.time_ms)} | {_ms(c.ref_time_ms)} |"
+            )
         lines.append("")
     t = report.timed_case
     if t is not None:

@@ -69,14 +69,30 @@ def test_vec_add_passes_against_nvcc_with_ratio_and_bandwidth():
 
 # kernel file → (expected status, the size of the first failing case, text the report must hold)
 BAD_KERNELS = {
-    "no_bounds_check": ("fail", 0, "out-of-bounds write: c (length 0) was written at 256 elements past the end (c[0..255])"),
+    "no_bounds_check": (
+        "fail",
+        0,
+        "out-of-bounds write: c (length 0) was written at 256 elements past the end (c[0..255])",
+    ),
     "writes_nothing": ("fail", 1, "c: 1 of 1 wrong (1 never written)"),
-    "writes_element0": ("fail", 255, "c: 254 of 255 wrong (254 never written); first wrong: c[1] expected"),
+    "writes_element0": (
+        "fail",
+        255,
+        "c: 254 of 255 wrong (254 never written); first wrong: c[1] expected",
+    ),
     "writes_input": ("fail", 1, "input a was modified: 1 of 1 elements changed (first at 0)"),
     "v4_stride": ("fail", 255, "first wrong: c[4] expected"),
-    "misaligned_v4": ("fail", 255, "CUDA_ERROR_MISALIGNED_ADDRESS (misaligned address) in case n=255"),
+    "misaligned_v4": (
+        "fail",
+        255,
+        "CUDA_ERROR_MISALIGNED_ADDRESS (misaligned address) in case n=255",
+    ),
     "trap": ("fail", 1, "CUDA_ERROR_LAUNCH_FAILED (unspecified launch failure) in case n=1"),
-    "infinite_loop": ("timeout", 1, "timeout: no answer within 3 s while: case 2/6 n=1: running vec_add"),
+    "infinite_loop": (
+        "timeout",
+        1,
+        "timeout: no answer within 3 s while: case 2/6 n=1: running vec_add",
+    ),
 }
 
 
