@@ -62,8 +62,12 @@ def parse_cuda_output(output: str) -> list[CudaMessage]:
                 caret_col = caret.index("^") - (len(echoed) - len(echoed.lstrip()))
             out.append(
                 CudaMessage(
-                    m.group("file"), int(m.group("line")), caret_col, _sev(m.group("sev")),
-                    m.group("msg").strip(), m.group("code"),
+                    m.group("file"),
+                    int(m.group("line")),
+                    caret_col,
+                    _sev(m.group("sev")),
+                    m.group("msg").strip(),
+                    m.group("code"),
                 )
             )
             continue
@@ -71,12 +75,20 @@ def parse_cuda_output(output: str) -> list[CudaMessage]:
         if m and m.group("sev") != "note":
             col = int(m.group("col")) - 1 if m.group("col") else None
             out.append(
-                CudaMessage(m.group("file"), int(m.group("line")), col, _sev(m.group("sev")), m.group("msg").strip())
+                CudaMessage(
+                    m.group("file"),
+                    int(m.group("line")),
+                    col,
+                    _sev(m.group("sev")),
+                    m.group("msg").strip(),
+                )
             )
     return out
 
 
-def place_cuda_messages(messages: list[CudaMessage], src_name: str, text: str, source: str) -> list[Problem]:
+def place_cuda_messages(
+    messages: list[CudaMessage], src_name: str, text: str, source: str
+) -> list[Problem]:
     lines = text.replace("\r\n", "\n").split("\n")
     problems = []
     seen = set()
@@ -130,23 +142,45 @@ async def check_cuda(
         res = await run_killable(args, timeout=timeout, cwd=tmp)
     result = CheckResult(tool=nvcc.describe(), arch=arch)
     if res.timed_out:
-        result.problems = [Problem(0, 0, 0, Severity.ERROR, f"nvcc did not finish within {timeout:g} s and was stopped", "nvcc")]
+        result.problems = [
+            Problem(
+                0,
+                0,
+                0,
+                Severity.ERROR,
+                f"nvcc did not finish within {timeout:g} s and was stopped",
+                "nvcc",
+            )
+        ]
         return result
-    result.problems = place_cuda_messages(parse_cuda_output(res.stdout + "\n" + res.stderr), src_name, text, "nvcc")
+    result.problems = place_cuda_messages(
+        parse_cuda_output(res.stdout + "\n" + res.stderr), src_name, text, "nvcc"
+    )
     if res.returncode != 0 and not any(p.severity is Severity.ERROR for p in result.problems):
         tail = (res.stderr or res.stdout).strip().splitlines()
         result.problems.append(
-            Problem(0, 0, 0, Severity.ERROR, f"nvcc failed (exit {res.returncode}): {tail[-1] if tail else 'no message'}", "nvcc")
+            Problem(
+                0,
+                0,
+                0,
+                Severity.ERROR,
+                f"nvcc failed (exit {res.returncode}): {tail[-1] if tail else 'no message'}",
+                "nvcc",
+            )
         )
     return result
 
 
-async def _check_with_nvrtc(text: str, arch: str, include_dirs: list[str], why_no_nvcc: str) -> CheckResult:
+async def _check_with_nvrtc(
+    text: str, arch: str, include_dirs: list[str], why_no_nvcc: str
+) -> CheckResult:
     import asyncio
 
     from . import nvrtc
 
-    result = CheckResult(tool="NVRTC", arch=arch, notes=[f"nvcc not found, using NVRTC ({why_no_nvcc})"])
+    result = CheckResult(
+        tool="NVRTC", arch=arch, notes=[f"nvcc not found, using NVRTC ({why_no_nvcc})"]
+    )
     try:
         ok, log = await asyncio.to_thread(nvrtc.compile_to_ptx_log, text, arch, include_dirs)
     except nvrtc.NvrtcUnavailable as e:

@@ -104,16 +104,37 @@ async def check_ptx(
     tool_problems = place_messages(parse_ptxas_output(run.stderr + "\n" + run.stdout), lines)
     if run.timed_out:
         tool_problems.append(
-            Problem(0, 0, 0, Severity.ERROR, f"ptxas did not finish within {opts.timeout:g} s and was stopped", "ptxas")
+            Problem(
+                0,
+                0,
+                0,
+                Severity.ERROR,
+                f"ptxas did not finish within {opts.timeout:g} s and was stopped",
+                "ptxas",
+            )
         )
     elif run.crashed:
         tool_problems.append(
-            Problem(0, 0, 0, Severity.ERROR, f"ptxas crashed (signal {-run.returncode}); {tool.describe()}", "ptxas")
+            Problem(
+                0,
+                0,
+                0,
+                Severity.ERROR,
+                f"ptxas crashed (signal {-run.returncode}); {tool.describe()}",
+                "ptxas",
+            )
         )
     elif run.returncode != 0 and not tool_problems:
         detail = (run.stderr or run.stdout).strip().splitlines()
         tool_problems.append(
-            Problem(0, 0, 0, Severity.ERROR, f"ptxas failed (exit {run.returncode}): {detail[-1] if detail else 'no message'}", "ptxas")
+            Problem(
+                0,
+                0,
+                0,
+                Severity.ERROR,
+                f"ptxas failed (exit {run.returncode}): {detail[-1] if detail else 'no message'}",
+                "ptxas",
+            )
         )
     result.problems = merge(lints, tool_problems, opts.max_problems)
     return result

@@ -53,7 +53,11 @@ class GpuInfo:
 
     @property
     def driver_cuda(self) -> str:
-        return f"{self.driver_version // 1000}.{(self.driver_version % 1000) // 10}" if self.driver_version else ""
+        return (
+            f"{self.driver_version // 1000}.{(self.driver_version % 1000) // 10}"
+            if self.driver_version
+            else ""
+        )
 
     @property
     def max_ptx_isa(self) -> tuple[int, int] | None:
@@ -91,10 +95,14 @@ def probe_gpu(timeout: float = 30.0) -> GpuInfo:
         data = json.loads(proc.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
         tail = (proc.stderr or proc.stdout).strip().splitlines()
-        return GpuInfo(False, f"the GPU probe failed: {tail[-1] if tail else f'exit {proc.returncode}'}")
+        return GpuInfo(
+            False, f"the GPU probe failed: {tail[-1] if tail else f'exit {proc.returncode}'}"
+        )
     if "error" in data:
         return GpuInfo(False, data["error"])
     if not data.get("devices"):
-        return GpuInfo(False, "the driver reports no CUDA device", driver_version=data.get("driver_version", 0))
+        return GpuInfo(
+            False, "the driver reports no CUDA device", driver_version=data.get("driver_version", 0)
+        )
     dev = data["devices"][0]
     return GpuInfo(True, "", dev["name"], dev["sm"], data["driver_version"], dev["memory"])

@@ -43,17 +43,32 @@ def lint_ptx(text: str, module: PtxModule | None = None) -> list[Problem]:
     if module is None:
         module, _ = parse_ptx(text)
     problems: list[Problem] = []
-    if not text.strip():
-        return problems  # ptxas accepts an empty file; so do we
     if module.version is None:
         problems.append(
-            Problem(0, 0, 0, Severity.ERROR, "missing '.version' directive (e.g. .version 8.0)", SOURCE, code="missing-version")
+            Problem(
+                0,
+                0,
+                0,
+                Severity.ERROR,
+                "missing '.version' directive (e.g. .version 8.0)",
+                SOURCE,
+                code="missing-version",
+            )
         )
     if not module.targets:
         line = module.version_span.start.line + 1 if module.version_span else 0
         problems.append(
-            Problem(line, 0, 0, Severity.ERROR, "missing '.target' directive (e.g. .target sm_90)", SOURCE, code="missing-target")
+            Problem(
+                line,
+                0,
+                0,
+                Severity.ERROR,
+                "missing '.target' directive (e.g. .target sm_90)",
+                SOURCE,
+                code="missing-target",
+            )
         )
+    problems.extend(_non_ascii(text))
     for sp in module.structure_problems:
         problems.append(_problem(sp.span, sp.message, code="braces"))
     module_names = {d.name for d in module.globals if d.count is None}
@@ -65,7 +80,9 @@ def lint_ptx(text: str, module: PtxModule | None = None) -> list[Problem]:
     return problems
 
 
-def _undeclared_registers(func: PtxFunction, module_names: set[str], module_ranges) -> list[Problem]:
+def _undeclared_registers(
+    func: PtxFunction, module_names: set[str], module_ranges
+) -> list[Problem]:
     names = {d.name for d in func.decls if d.count is None} | module_names
     names |= {p.name for p in func.params} | {p.name for p in func.return_params}
     ranges = [d for d in func.decls if d.count is not None] + list(module_ranges)
@@ -80,7 +97,11 @@ def _undeclared_registers(func: PtxFunction, module_names: set[str], module_rang
             continue
         reported.add(key)
         hint = _range_hint(reg, ranges)
-        out.append(_problem(use.span, f"register '{reg}' is not declared{hint}", code="undeclared-register"))
+        out.append(
+            _problem(
+                use.span, f"register '{reg}' is not declared{hint}", code="undeclared-register"
+            )
+        )
     return out
 
 
@@ -90,7 +111,7 @@ def _range_hint(reg: str, ranges) -> str:
         if reg.startswith(d.name) and suffix.isdigit():
             return (
                 f" ('.reg {d.type} {d.name}<{d.count}>' on line {d.span.start.line + 1} declares "
-                f"{d.name}0 … {d.name}{d.count - 1})"
+                f"{d.name}0 to {d.name}{d.count - 1})"
             )
     return ""
 
@@ -99,5 +120,35 @@ def _unknown_labels(func: PtxFunction) -> list[Problem]:
     out = []
     for target in func.branch_targets:
         if target.name not in func.labels:
-            out.append(_problem(target.span, f"branch to unknown label '{target.name}' in '{func.name}'", code="unknown-label"))
+            out.append(
+                _problem(
+                    target.span,
+                    f"branch to unknown label '{target.name}' in '{func.name}'",
+                    code="unknown-label",
+                )
+            )
     return out
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def _non_ascii(text: str) -> list[Problem]:
+    """ptxas stops at the first non-ASCII character, even inside a comment."""
+    m = _NON_ASCII.search(text)
+    if not m:
+        return []
+    line = text.count("\n", 0, m.start())
+    col = m.start() - (text.rfind("\n", 0, m.start()) + 1)
+    ch = m.group(0)
+    return [
+        Problem(
+            line,
+            col,
+            col + 1,
+            Severity.ERROR,
+            f"non-ASCII character '{ch}' (U+{ord(ch):04X}): ptxas accepts only ASCII, even in comments",
+            SOURCE,
+            code="non-ascii",
+        )
+    ]

@@ -7,7 +7,9 @@ class NvrtcUnavailable(Exception):
     pass
 
 
-def compile_to_ptx(text: str, arch: str, include_dirs: list[str], name: str = "input.cu") -> tuple[bool, str, str]:
+def compile_to_ptx(
+    text: str, arch: str, include_dirs: list[str], name: str = "input.cu"
+) -> tuple[bool, str, str]:
     """(ok, ptx, log). Raises NvrtcUnavailable when libnvrtc cannot be loaded."""
     try:
         from cuda.bindings import nvrtc
@@ -16,7 +18,9 @@ def compile_to_ptx(text: str, arch: str, include_dirs: list[str], name: str = "i
     try:
         err, prog = nvrtc.nvrtcCreateProgram(text.encode(), name.encode(), 0, [], [])
     except Exception as e:  # RuntimeError "Failure finding libnvrtc.so.13"
-        raise NvrtcUnavailable(f"NVRTC is not available ({e}); pip install nvidia-cuda-nvrtc") from None
+        raise NvrtcUnavailable(
+            f"NVRTC is not available ({e}); pip install nvidia-cuda-nvrtc"
+        ) from None
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         raise NvrtcUnavailable(f"nvrtcCreateProgram failed: {err}")
     opts = [f"--gpu-architecture={arch.replace('sm_', 'compute_')}".encode()]

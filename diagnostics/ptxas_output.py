@@ -26,6 +26,7 @@ _NO_LINE = re.compile(
     r"^\s*ptxas\s+(?P<sev>error|warning|fatal|info)\s*:\s*(?P<msg>.*?)\s*$", re.IGNORECASE
 )
 _ABORTED = re.compile(r"ptx assembly aborted due to errors", re.IGNORECASE)
+_ON_LINE = re.compile(r"\bon line (\d+)\b")
 _QUOTED = re.compile(r"'([^']+)'")
 _FUNCTION_NAME = re.compile(r"(?:function|entry|Entry function)\s+'([^']+)'", re.IGNORECASE)
 
@@ -66,7 +67,10 @@ def parse_ptxas_output(output: str) -> list[PtxasMessage]:
             continue
         m = _NO_LINE.match(raw)
         if m and m.group("sev").lower() != "info":
-            messages.append(PtxasMessage(_severity(m.group("sev")), m.group("msg"), None))
+            # Some fatal messages carry the line in their text: "... encountered on line 2".
+            on_line = _ON_LINE.search(m.group("msg"))
+            line = int(on_line.group(1)) if on_line else None
+            messages.append(PtxasMessage(_severity(m.group("sev")), m.group("msg"), line))
     return messages
 
 
@@ -114,6 +118,9 @@ def place_messages(
             span = _token_span(text, token)
             if span:
                 break
+        if span is None and "non-ascii" in msg.text.lower():
+            bad = re.search(r"[^\x00-\x7f]", text)
+            span = (bad.start(), bad.end()) if bad else None
         start, end = span or _code_part(text)
         problems.append(Problem(line_no, start, end, msg.severity, msg.text, source))
     return problems

@@ -33,4 +33,7 @@ async def run_ptxas(
         args = [tool.path, f"-arch={arch}", *extra_args, str(src), "-o", str(out)]
         res = await run_killable(args, timeout=timeout)
         cubin = out.read_bytes() if want_cubin and res.returncode == 0 and out.exists() else None
+        # Messages should name the user's file, not our temporary copy of it.
+        res.stderr = res.stderr.replace(str(src), file_name)
+        res.stdout = res.stdout.replace(str(src), file_name)
         return PtxasRun(**vars(res), cubin=cubin)

@@ -19,7 +19,11 @@ def binary_problem(text: str, source: str = "ptxls") -> Problem | None:
     line = text.count("\n", 0, m.start())
     col = m.start() - (text.rfind("\n", 0, m.start()) + 1)
     ch = m.group(0)
-    what = "a byte that is not valid UTF-8" if ch == "\ufffd" else f"a control character (U+{ord(ch):04X})"
+    what = (
+        "a byte that is not valid UTF-8"
+        if ch == "\ufffd"
+        else f"a control character (U+{ord(ch):04X})"
+    )
     return Problem(
         line,
         col,

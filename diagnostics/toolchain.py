@@ -81,9 +81,7 @@ def _candidates(name: str, explicit: str | None) -> list[tuple[str, str]]:
 @functools.lru_cache(maxsize=32)
 def _version_of(path: str) -> str:
     try:
-        out = subprocess.run(
-            [path, "--version"], capture_output=True, text=True, timeout=20
-        ).stdout
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=20).stdout
     except (OSError, subprocess.SubprocessError):
         return ""
     m = re.search(r"release (\d+\.\d+)", out)

@@ -20,6 +20,7 @@ never start GPU, compiler or LLM work (that belongs in commands).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import time
@@ -41,7 +42,9 @@ SERVER_VERSION = "0.1.0"
 class PtxlsServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(
-            SERVER_NAME, SERVER_VERSION, text_document_sync_kind=types.TextDocumentSyncKind.Incremental
+            SERVER_NAME,
+            SERVER_VERSION,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
         )
         self.settings = Settings()
         self.store = DiagnosticStore()
@@ -61,21 +64,20 @@ class PtxlsServer(LanguageServer):
 
     def log_message(self, message: str, kind: types.MessageType = types.MessageType.Log) -> None:
         log.info("%s", message)
-        try:
+        # no client attached (unit use): logging must never fail a feature
+        with contextlib.suppress(Exception):
             self.window_log_message(types.LogMessageParams(type=kind, message=message))
-        except Exception:  # no client attached (unit use) — logging must never fail a feature
-            pass
 
-    def tell_once(self, key: str, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
+    def tell_once(
+        self, key: str, message: str, kind: types.MessageType = types.MessageType.Warning
+    ) -> None:
         """A popup the person sees once per server run, not once per keystroke."""
         self.log_message(message, kind)
         if key in self._told:
             return
         self._told.add(key)
-        try:
+        with contextlib.suppress(Exception):
             self.window_show_message(types.ShowMessageParams(type=kind, message=message))
-        except Exception:
-            pass
 
     def report_server_error(self, error: Exception, source) -> None:  # noqa: ANN001
         """Log handler exceptions (with the traceback) instead of pygls' popup per failure,
@@ -100,7 +102,9 @@ class PtxlsServer(LanguageServer):
 
     def publish(self, uri: str, version: int | None) -> None:
         self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=self.store.all(uri))
+            types.PublishDiagnosticsParams(
+                uri=uri, version=version, diagnostics=self.store.all(uri)
+            )
         )
 
     # -- settings --------------------------------------------------------------------------

@@ -14,18 +14,24 @@ from ptxls.diagnostics.text_guard import binary_problem, decode_bytes
 EXIT_OK, EXIT_PROBLEMS, EXIT_CANNOT_RUN = 0, 1, 2
 
 
-async def check_file(path: Path, *, arch: str | None, ptxas: str | None, nvcc: str | None) -> CheckResult:
+async def check_file(
+    path: Path, *, arch: str | None, ptxas: str | None, nvcc: str | None
+) -> CheckResult:
     """Raises OSError (unreadable file) and PtxasUnavailable (no ptxas)."""
     text = decode_bytes(path.read_bytes())
     bad = binary_problem(text)
     if bad is not None:
         return CheckResult(problems=[bad], ran_tool=False)
     if path.suffix in (".cu", ".cuh"):
-        return await check_cuda(text, file_path=str(path), arch=choose_arch(arch, None), nvcc_path=nvcc)
+        return await check_cuda(
+            text, file_path=str(path), arch=choose_arch(arch, None), nvcc_path=nvcc
+        )
     return await check_ptx(text, PtxCheckOptions(arch=arch, ptxas_path=ptxas, file_name=path.name))
 
 
-async def run_check(files: list[str], *, arch: str | None, ptxas: str | None, nvcc: str | None, out=None) -> int:
+async def run_check(
+    files: list[str], *, arch: str | None, ptxas: str | None, nvcc: str | None, out=None
+) -> int:
     out = out or sys.stdout
     worst = EXIT_OK
     for name in files:

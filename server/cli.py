@@ -25,6 +25,8 @@ def _serve(args: argparse.Namespace) -> int:
         stream=sys.stderr,  # stdout carries the protocol
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if not args.verbose:
+        logging.getLogger("pygls").setLevel(logging.WARNING)  # it logs every message at INFO
     from .app import create_server
 
     create_server().start_io()
@@ -57,24 +59,39 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     runners = {}
 
     p = sub.add_parser("serve", help="run the language server over stdio (editors start this)")
-    p.add_argument("--stdio", action="store_true", help="accepted for editors that pass it; stdio is the default")
+    p.add_argument(
+        "--stdio",
+        action="store_true",
+        help="accepted for editors that pass it; stdio is the default",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
     runners["serve"] = _serve
 
-    p = sub.add_parser("check", help="ptxas/nvcc diagnostics for .ptx and .cu files, compiler style")
+    p = sub.add_parser(
+        "check", help="ptxas/nvcc diagnostics for .ptx and .cu files, compiler style"
+    )
     p.add_argument("files", nargs="+", metavar="FILE")
-    p.add_argument("--arch", help="sm_XX to assemble for (default: the file's .target, the local GPU, sm_90)")
-    p.add_argument("--ptxas", help="path of the ptxas to use (default: PTXLS_PTXAS, PATH, the nvidia-cuda-nvcc wheel)")
+    p.add_argument(
+        "--arch", help="sm_XX to assemble for (default: the file's .target, the local GPU, sm_90)"
+    )
+    p.add_argument(
+        "--ptxas",
+        help="path of the ptxas to use (default: PTXLS_PTXAS, PATH, the nvidia-cuda-nvcc wheel)",
+    )
     p.add_argument("--nvcc", help="path of the nvcc to use for .cu files")
     runners["check"] = _check
 
-    p = sub.add_parser("doctor", help="what ptxls found: ptxas, nvcc/NVRTC, driver, GPU, LLM settings")
+    p = sub.add_parser(
+        "doctor", help="what ptxls found: ptxas, nvcc/NVRTC, driver, GPU, LLM settings"
+    )
     p.add_argument("--ptxas", help="path of the ptxas to report on")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     runners["doctor"] = _doctor
 
     p = sub.add_parser("demo", help="the main job on the shipped examples/")
-    p.add_argument("--examples", help="folder of examples (default: ./examples or the repository's)")
+    p.add_argument(
+        "--examples", help="folder of examples (default: ./examples or the repository's)"
+    )
     p.add_argument("--no-gpu", action="store_true", help="skip the GPU test step")
     p.add_argument("--no-lowering", action="store_true", help="skip the lowering step")
     runners["demo"] = _demo

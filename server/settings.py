@@ -68,7 +68,9 @@ def _fill(cls, raw: dict, problems: list[str], prefix: str):
         f = fields[name]
         if dataclasses.is_dataclass(getattr(obj, name)):
             if isinstance(value, dict):
-                setattr(obj, name, _fill(type(getattr(obj, name)), value, problems, f"{prefix}{key}."))
+                setattr(
+                    obj, name, _fill(type(getattr(obj, name)), value, problems, f"{prefix}{key}.")
+                )
             continue
         try:
             setattr(obj, name, _coerce(value, getattr(obj, name), str(f.type)))
@@ -84,6 +86,8 @@ def settings_from_dict(raw: dict | None) -> tuple[Settings, list[str]]:
         return Settings(), [f"the ptxls settings should be an object, got {type(raw).__name__}"]
     settings = _fill(Settings, raw or {}, problems, "ptxls.")
     if settings.debounce_ms < 0 or settings.debounce_ms > 10_000:
-        problems.append(f"setting ptxls.debounceMs={settings.debounce_ms} is out of range 0–10000; using 150")
+        problems.append(
+            f"setting ptxls.debounceMs={settings.debounce_ms} is out of range 0–10000; using 150"
+        )
         settings.debounce_ms = 150
     return settings, problems

@@ -56,11 +56,17 @@ def register(server: PtxlsServer) -> None:
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
         types.CodeActionOptions(
-            code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.Refactor, types.CodeActionKind.Source],
+            code_action_kinds=[
+                types.CodeActionKind.QuickFix,
+                types.CodeActionKind.Refactor,
+                types.CodeActionKind.Source,
+            ],
             resolve_provider=False,
         ),
     )
-    async def on_code_action(ls: PtxlsServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    async def on_code_action(
+        ls: PtxlsServer, params: types.CodeActionParams
+    ) -> list[types.CodeAction]:
         actions: list[types.CodeAction] = []
         for provider in ls.code_action_providers:
             try:

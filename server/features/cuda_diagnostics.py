@@ -33,7 +33,9 @@ def register(server: PtxlsServer) -> None:
     server.did_open_hooks.append(lambda ls, p: schedule(ls, p.text_document.uri, 0))
     server.did_save_hooks.append(lambda ls, p: schedule(ls, p.text_document.uri, 0))
     server.did_change_hooks.append(
-        lambda ls, p: schedule(ls, p.text_document.uri, max(0.6, 4 * ls.settings.debounce_ms / 1000))
+        lambda ls, p: schedule(
+            ls, p.text_document.uri, max(0.6, 4 * ls.settings.debounce_ms / 1000)
+        )
     )
     server.did_close_hooks.append(lambda ls, p: jobs.cancel(p.text_document.uri))
 

@@ -77,7 +77,9 @@ def register(server: PtxlsServer) -> None:
         for hook in ls.did_close_hooks:
             hook(ls, params)
         ls.store.clear(uri)
-        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        ls.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
+        )
 
 
 def _current(server: PtxlsServer, uri: str, version: int | None) -> bool:

@@ -38,7 +38,9 @@ def status_payload(server: PtxlsServer) -> dict:
         "gpu": gpu.name if gpu.available else None,
         "gpuReason": gpu.reason,
         "driverMaxPtxIsa": ".".join(map(str, gpu.max_ptx_isa)) if gpu.max_ptx_isa else None,
-        "llmModel": model if (model and base_url) or (model and os.environ.get("OPENAI_API_KEY")) else None,
+        "llmModel": model
+        if (model and base_url) or (model and os.environ.get("OPENAI_API_KEY"))
+        else None,
         "llmBaseUrl": base_url,
     }
 

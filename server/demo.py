@@ -1,0 +1,74 @@
+"""``ptxls demo``: the main job on the shipped examples, as a newcomer's first look.
+
+1. diagnostics for every example (.ptx through ptxas + lints, .cu through nvcc);
+2. lowering examples/vec_add.cu to PTX with the nvcc reference backend (offline);
+3. a GPU test of examples/vec_add.ptx when a CUDA device is present.
+Steps whose room is not installed, or whose hardware is absent, say so and are skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+from ptxls.diagnostics.engine import PtxasUnavailable
+from ptxls.diagnostics.model import Severity
+
+from .check_command import check_file
+from .cli import repo_examples
+
+
+def _header(text: str, out) -> None:
+    print(f"\n== {text} ==", file=out)
+
+
+async def _diagnostics_step(examples: Path, out) -> bool:
+    _header("1. diagnostics (ptxas / nvcc) on examples/", out)
+    ok = True
+    for path in sorted(examples.glob("*.ptx")) + sorted(examples.glob("*.cu")):
+        try:
+            result = await check_file(path, arch=None, ptxas=None, nvcc=None)
+        except PtxasUnavailable as e:
+            print(f"ptxls: {e}", file=out)
+            return False
+        errors = sum(1 for p in result.problems if p.severity is Severity.ERROR)
+        expected_broken = path.name.startswith("broken")
+        verdict = (
+            "clean"
+            if not result.problems
+            else f"{errors} errors, {len(result.problems) - errors} other"
+        )
+        note = " (deliberate mistake, as expected)" if expected_broken and errors else ""
+        print(f"{path.name:<20} {verdict}{note}   [{result.tool}, -arch={result.arch}]", file=out)
+        for p in result.problems[:6]:
+            print("    " + p.compiler_style(str(path)), file=out)
+        if (errors > 0) != expected_broken:
+            ok = False
+    return ok
+
+
+def run_demo(
+    examples_dir: str | None, *, skip_gpu: bool = False, skip_lowering: bool = False, out=None
+) -> int:
+    out = out or sys.stdout
+    examples = Path(examples_dir) if examples_dir else repo_examples()
+    if examples is None or not examples.is_dir():
+        print(
+            "ptxls demo: no examples/ folder here; run it from the ptxls repository or pass --examples DIR",
+            file=sys.stderr,
+        )
+        return 2
+    ok = asyncio.run(_diagnostics_step(examples, out))
+    from . import demo_steps
+
+    if not skip_lowering:
+        ok = demo_steps.lowering_step(examples, out) and ok
+    if not skip_gpu:
+        ok = demo_steps.gpu_step(examples, out) and ok
+    print(
+        "\nptxls demo: "
+        + ("all steps behaved as expected" if ok else "SOMETHING UNEXPECTED happened (see above)"),
+        file=out,
+    )
+    return 0 if ok else 1

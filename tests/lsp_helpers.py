@@ -1,0 +1,107 @@
+"""Helpers for end-to-end tests: the real server process driven by a real LSP client."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp.client import make_test_lsp_client
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+DATA = Path(__file__).resolve().parent / "data"
+SERVER_COMMAND = [sys.executable, "-m", "ptxls.server", "serve"]
+
+
+def recording_client() -> LanguageClient:
+    """pytest-lsp's client that also keeps every publishDiagnostics in order (the default keeps
+    only the latest per uri, which cannot show that nothing stale arrived after it)."""
+    client = make_test_lsp_client()
+    client.publishes = []  # list[PublishDiagnosticsParams]
+    client.notifications = []  # (method, params) of custom notifications
+
+    def on_publish(params: types.PublishDiagnosticsParams) -> None:
+        client.diagnostics[params.uri] = params.diagnostics
+        client.publishes.append(params)
+
+    client.protocol.fm.features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = on_publish
+
+    @client.feature("ptxls/status")
+    def on_status(params) -> None:  # noqa: ANN001
+        client.notifications.append(("ptxls/status", params))
+
+    return client
+
+
+def server_config(env: dict[str, str] | None = None) -> ClientServerConfig:
+    return ClientServerConfig(
+        server_command=SERVER_COMMAND, client_factory=recording_client, server_env=env
+    )
+
+
+def init_params(root: Path, options: dict | None = None) -> types.InitializeParams:
+    return types.InitializeParams(
+        capabilities=types.ClientCapabilities(
+            workspace=types.WorkspaceClientCapabilities(configuration=False),
+            window=types.WindowClientCapabilities(work_done_progress=True),
+        ),
+        root_uri=root.as_uri(),
+        initialization_options={"ptxls": options or {}},
+    )
+
+
+async def wait_for_publish(
+    client: LanguageClient, uri: str, predicate=lambda p: True, timeout: float = 30.0
+):
+    """The first publish for ``uri`` arriving from now on that satisfies ``predicate``.
+
+    Only publishes received after the call count: a test sends its edit, then waits, and an
+    answer for an earlier edit must not satisfy it."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    seen = len(client.publishes)
+    while True:
+        for p in client.publishes[seen:]:
+            if p.uri == uri and predicate(p):
+                return p
+        seen = len(client.publishes)
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            raise AssertionError(
+                f"no matching publishDiagnostics for {uri} within {timeout} s; got {client.publishes[-3:]}"
+            )
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(
+                client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS), remaining
+            )
+
+
+def open_doc(
+    client: LanguageClient, uri: str, text: str, language: str = "ptx", version: int = 1
+) -> None:
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=uri, language_id=language, version=version, text=text
+            )
+        )
+    )
+
+
+def replace_all(client: LanguageClient, uri: str, text: str, version: int) -> None:
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
+
+
+@pytest.fixture
+def examples() -> Path:
+    return EXAMPLES

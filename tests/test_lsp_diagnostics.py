@@ -1,0 +1,153 @@
+"""End-to-end: the real server process, a real LSP client, real ptxas."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from lsp_helpers import (
+    EXAMPLES,
+    init_params,
+    open_doc,
+    replace_all,
+    server_config,
+    wait_for_publish,
+)
+
+BROKEN = (EXAMPLES / "broken.ptx").read_text()
+FIXED = BROKEN.replace(".reg .b32   %r<6>;", ".reg .b32   %r<7>;")
+
+
+@pytest_lsp.fixture(config=server_config())
+async def client(lsp_client: LanguageClient, tmp_path):
+    await lsp_client.initialize_session(init_params(tmp_path, {"debounceMs": 50}))
+    yield
+    await lsp_client.shutdown_session()
+
+
+def _by_source(params, source):
+    return [d for d in params.diagnostics if d.source == source]
+
+
+async def test_broken_file_gets_ptxas_diagnostic_on_the_token(client: LanguageClient, tmp_path):
+    uri = (tmp_path / "broken.ptx").as_uri()
+    open_doc(client, uri, BROKEN)
+    pub = await wait_for_publish(client, uri, lambda p: _by_source(p, "ptxas"))
+    assert pub.version == 1
+    unknown = [d for d in pub.diagnostics if "%r6" in d.message]
+    assert unknown, pub.diagnostics
+    lines = BROKEN.splitlines()
+    for d in unknown:
+        line = lines[d.range.start.line]
+        # the range covers exactly the token the message names
+        assert line[d.range.start.character : d.range.end.character] == "%r6"
+        assert d.severity == types.DiagnosticSeverity.Error
+
+
+async def test_fixing_the_file_clears_the_diagnostics(client: LanguageClient, tmp_path):
+    uri = (tmp_path / "broken.ptx").as_uri()
+    open_doc(client, uri, BROKEN)
+    await wait_for_publish(client, uri, lambda p: p.diagnostics)
+    replace_all(client, uri, FIXED, 2)
+    pub = await wait_for_publish(client, uri, lambda p: p.version == 2 and not p.diagnostics)
+    assert list(pub.diagnostics) == []
+
+
+async def test_burst_of_edits_publishes_only_the_last_version(client: LanguageClient, tmp_path):
+    uri = (tmp_path / "burst.ptx").as_uri()
+    open_doc(client, uri, BROKEN)
+    await wait_for_publish(client, uri, lambda p: p.version == 1)
+    # 30 edits, alternating broken and fixed text, ending on the broken one (version 31).
+    for v in range(2, 32):
+        replace_all(client, uri, BROKEN if v % 2 else FIXED, v)
+        await asyncio.sleep(0.005)
+    last = await wait_for_publish(client, uri, lambda p: p.version == 31 and _by_source(p, "ptxas"))
+    assert any("%r6" in d.message for d in last.diagnostics)
+    # Nothing for an older version may follow the last version's publish.
+    await asyncio.sleep(1.0)
+    after = client.publishes[client.publishes.index(last) :]
+    assert all(p.version == 31 for p in after if p.uri == uri), [p.version for p in after]
+    # Every publish carries a version, and versions never go backwards.
+    versions = [p.version for p in client.publishes if p.uri == uri]
+    assert None not in versions
+    assert versions == sorted(versions)
+
+
+async def test_close_clears_diagnostics(client: LanguageClient, tmp_path):
+    uri = (tmp_path / "broken.ptx").as_uri()
+    open_doc(client, uri, BROKEN)
+    await wait_for_publish(client, uri, lambda p: p.diagnostics)
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    await wait_for_publish(client, uri, lambda p: not p.diagnostics)
+
+
+async def test_instant_lints_for_undeclared_register_and_unknown_label(
+    client: LanguageClient, tmp_path
+):
+    uri = (tmp_path / "lint.ptx").as_uri()
+    text = FIXED.replace("@%p1 bra        DONE;", "@%p1 bra        FINISH;")
+    open_doc(client, uri, text)
+    pub = await wait_for_publish(client, uri, lambda p: p.diagnostics)
+    assert any("FINISH" in d.message for d in pub.diagnostics)
+
+
+async def test_cuda_file_gets_nvcc_diagnostics_on_the_right_line(client: LanguageClient, tmp_path):
+    src = (
+        (EXAMPLES / "vec_add.cu")
+        .read_text()
+        .replace("c[i] = a[i] + b[i];", "c[i] = a[i] + b[i] + bias;")
+    )
+    path = tmp_path / "vec_add.cu"
+    path.write_text(src)
+    open_doc(client, path.as_uri(), src, language="cuda-cpp")
+    pub = await wait_for_publish(client, path.as_uri(), lambda p: p.diagnostics, timeout=60)
+    d = pub.diagnostics[0]
+    assert "bias" in d.message and d.source in ("nvcc", "nvrtc")
+    line = src.splitlines()[d.range.start.line]
+    assert line[d.range.start.character : d.range.end.character] == "bias"
+
+
+@pytest.mark.parametrize(
+    "text, expect",
+    [
+        ("", ".version"),  # empty: ptxas wants a .version, and so do we
+        ("\x00\x01\x02ELF garbage \xff", "not PTX text"),
+        (FIXED.replace("\n", "\r\n"), None),  # CRLF is fine
+        (FIXED.replace("    ", "\t"), None),  # tabs are fine
+    ],
+    ids=["empty", "binary", "crlf", "tabs"],
+)
+async def test_bad_input_gets_a_clear_answer_and_the_server_stays_up(
+    client: LanguageClient, tmp_path, text, expect
+):
+    uri = (tmp_path / "odd.ptx").as_uri()
+    open_doc(client, uri, text)
+    pub = await wait_for_publish(client, uri)
+    if expect is None:
+        assert [d for d in pub.diagnostics if d.severity == types.DiagnosticSeverity.Error] == []
+    else:
+        assert expect in pub.diagnostics[0].message, pub.diagnostics
+        assert "/tmp/ptxls-" not in pub.diagnostics[0].message  # our temp copy never shows
+    # still alive and answering
+    uri2 = (tmp_path / "after.ptx").as_uri()
+    open_doc(client, uri2, BROKEN)
+    await wait_for_publish(client, uri2, lambda p: _by_source(p, "ptxas"))
+
+
+async def test_crlf_diagnostics_land_on_the_right_line(client: LanguageClient, tmp_path):
+    uri = (tmp_path / "crlf.ptx").as_uri()
+    text = BROKEN.replace("\n", "\r\n")
+    open_doc(client, uri, text)
+    pub = await wait_for_publish(client, uri, lambda p: _by_source(p, "ptxas"))
+    lines = BROKEN.splitlines()
+    for d in pub.diagnostics:
+        if "%r6" in d.message:
+            assert (
+                lines[d.range.start.line][d.range.start.character : d.range.end.character] == "%r6"
+            )
