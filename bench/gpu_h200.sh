@@ -10,6 +10,9 @@ OUT=${OUT:-/tmp/gputest-out}; mkdir -p "$OUT"
   python3 -c 'import sys, numpy; from cuda.bindings import driver; print("python", sys.version.split()[0], "numpy", numpy.__version__)'
   ptxas --version | tail -1; nvcc --version | tail -1
 } 2>&1 | tee "$OUT/gputest-machine.txt"
+# The misaligned-v4 bad kernel must keep its 128-bit load (LDG.E.128) to fault at all.
+ptxas -arch=sm_90 examples/gpu/bad/misaligned_v4.ptx -o /tmp/misaligned_v4.cubin \
+  && cuobjdump -sass /tmp/misaligned_v4.cubin | grep -E "LDG" | tee -a "$OUT/gputest-machine.txt"
 export PTXLS_GPU_TRANSCRIPT="$OUT/gputest-h200-reports.md"
 : > "$PTXLS_GPU_TRANSCRIPT"
 python3 -m pytest tests/gpu -v --noconftest -p no:cacheprovider -o addopts="" 2>&1 | tee "$OUT/gputest-h200-pytest.txt"

@@ -61,12 +61,15 @@ async def main(out: Path, warm_runs: int, cold_runs: int) -> int:
         "ratio_vs_nvcc": last.ratio if last else None,
         "gbps": last.timed_case.gbps if last and last.timed_case else None,
         "copy_ceiling_gbps": last.copy_ceiling_gbps if last else None,
+        "phases_by_case": {str(c.n): c.phases for c in last.cases} if last else {},
         "table": format_table(last) if last else "",
     }  # fmt: skip
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
     print(result["table"])
-    print(f"\ncold (new worker, empty build cache): median {result['cold_median_s']:.3f} s of {cold}")
+    print(
+        f"\ncold (new worker, empty build cache): median {result['cold_median_s']:.3f} s of {cold}"
+    )
     print(f"warm (same worker, cached builds):    median {result['warm_median_s']:.3f} s of {warm}")
     return 0 if last and last.passed else 1
 

@@ -80,7 +80,8 @@ def compare(
     poison_raw: np.ndarray,
     rtol: float | None = None,
 ) -> Comparison:
-    """``*_raw`` are arrays in the storage dtype (bf16 as uint16 bits), same length.
+    """``*_raw`` are arrays in the storage dtype (bf16 as uint16 bits), same length;
+    ``poison_raw`` may also be a single element, the pattern every output started as.
 
     Fast path first: elements whose bits equal the reference's are right (most of them, for a
     correct kernel); only the rest are converted to float64 and measured. At 16M elements this
@@ -91,7 +92,8 @@ def compare(
         return result
     got_bits, exp_bits = as_bits(got_raw), as_bits(expected_raw)
     differ = np.flatnonzero(got_bits != exp_bits)
-    unwritten_all = got_bits[differ] == as_bits(poison_raw)[differ]
+    pbits = as_bits(poison_raw)  # one element (the pattern) or one per element
+    unwritten_all = got_bits[differ] == (pbits[0] if len(pbits) == 1 else pbits[differ])
     if dt.is_float:
         tol = dt.rtol if rtol is None else rtol
         exp_d = to_float64(dt, expected_raw[differ])

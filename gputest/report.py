@@ -28,6 +28,7 @@ class CaseResult:
     launch: dict = field(default_factory=dict)  # grid [x,y,z], block [x,y,z], shared bytes
     outputs: list[dict] = field(default_factory=list)
     suspicious: bool = False
+    phases: dict = field(default_factory=dict)  # seconds per harness step (inputs, upload, ...)
 
     @classmethod
     def from_dict(cls, d: dict) -> CaseResult:

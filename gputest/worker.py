@@ -76,7 +76,8 @@ class Worker:
         try:
             kernel_fn, load = self._load(req["kernel"], modules)
             if kernel_fn is None:
-                return {"ok": False, "error": load["error"], "load": load, "sticky": False}
+                return {"ok": False, "error": load["error"], "sticky": False,
+                        "result": {"cases": [], "load": load}}  # fmt: skip
             ref_fn = None
             ref = req["reference"]
             if ref["kind"] == "cuda":

@@ -11,9 +11,17 @@ import shutil
 
 import pytest
 import pytest_lsp
-from conftest import EXAMPLES, init_params, open_doc, replace_all, server_config, wait_for_publish
 from lsprotocol import types
 from pytest_lsp import LanguageClient
+
+from lsp_helpers import (
+    EXAMPLES,
+    init_params,
+    open_doc,
+    replace_all,
+    server_config,
+    wait_for_publish,
+)
 
 ENV = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
 
