@@ -127,15 +127,26 @@ async function runScenario(page, workspace, oracle) {
 
   await step("hover shows what the server offers", async () => {
     if (!oracle.hover) return skip(`the server answers no hover at any probed position (${oracle.hoverProbes.join(", ")})`);
-    const { file, line, column, text } = oracle.hover;
+    const { file, line, column, text, afterGpuTest } = oracle.hover;
     await openFromExplorer(page, file);
     await clickEditor(page);
     await goToLine(page, line + 1, column + 1);
+    if (afterGpuTest) {
+      // The extension's own command, which finds the kernel under the cursor.
+      await runCommand(page, "ptxls: Run GPU test for this kernel");
+      const note = page.locator(".notifications-toasts .notification-toast", { hasText: `ptxls: ${firstWords(afterGpuTest.summary)}` }).first();
+      await note.waitFor({ timeout: SLOW });
+      await shot(page, "gpu-test-ran");
+      await page.keyboard.press("Escape");
+      await runCommand(page, "Notifications: Clear All Notifications");
+      await clickEditor(page);
+      await goToLine(page, line + 1, column + 1);
+    }
     await hoverAtCursor(page);
     const hover = page.locator(".monaco-hover:visible").first();
     await hover.getByText(firstWords(text), { exact: false }).first().waitFor({ timeout: SLOW });
     await shot(page, "hover");
-    return `hover at ${file}:${line + 1}:${column + 1}: "${firstWords(text)}…"`;
+    return `hover at ${file}:${line + 1}:${column + 1}${afterGpuTest ? ` after "ptxls: Run GPU test for this kernel"` : ""}: "${firstWords(text)}…"`;
   });
 
   await step(`code action "${ACTION_TITLE}" creates vec_add.ptx`, async () => {
@@ -260,13 +271,24 @@ async function askServer(workspace) {
       ...hoverCandidates(fixedText).map((p) => ({ ...p, file: "broken.ptx", uri: brokenUri })),
       ...kernelNamePositions(cuText).map((p) => ({ ...p, file: "vec_add.cu", uri: cuUri })),
     ];
+    const hoverAt = async (c) => {
+      const answer = await probe.request("textDocument/hover", { textDocument: { uri: c.uri }, position: { line: c.line, character: c.column } });
+      return answer && hoverText(answer).trim() ? { file: c.file, line: c.line, column: c.column, text: hoverText(answer) } : null;
+    };
     let hover = null;
     for (const c of candidates) {
-      const answer = await probe.request("textDocument/hover", { textDocument: { uri: c.uri }, position: { line: c.line, character: c.column } });
-      if (answer && hoverText(answer).trim()) {
-        hover = { file: c.file, line: c.line, column: c.column, text: hoverText(answer) };
-        break;
-      }
+      hover = await hoverAt(c);
+      if (hover) break;
+    }
+    // GPU test results are hovers on the kernel's name once a test ran (with "no GPU" as the
+    // result on a machine without one): run it as the person will, then ask again.
+    // vec_add.cu first: its test spec follows from the signature, so the result is a real
+    // verdict ("no GPU" here); broken.ptx has no spec.
+    const testTarget = candidates.find((c) => c.file === "vec_add.cu" && c.kernel) ?? candidates.find((c) => c.kernel);
+    if (!hover && testTarget) {
+      const result = await probe.request("workspace/executeCommand", { command: "ptxls.runGpuTest", arguments: [testTarget.uri, testTarget.kernel] }, 300_000).catch(() => null);
+      hover = await hoverAt(testTarget);
+      if (hover) hover.afterGpuTest = { kernel: testTarget.kernel, summary: result?.summary ?? "" };
     }
 
     const kernel = kernelNamePositions(cuText)[0];
@@ -338,6 +360,8 @@ function hoverCandidates(ptx) {
     const p = firstMatch(re);
     if (p) positions.push(p);
   }
+  const entry = /\.entry\s+([A-Za-z_]\w*)/.exec(ptx);
+  if (entry && positions[0]) positions[0].kernel = entry[1];
   return positions;
 }
 
@@ -346,7 +370,7 @@ function kernelNamePositions(cu) {
   const positions = [];
   lines.forEach((text, line) => {
     const m = /__global__\s+void\s+([A-Za-z_]\w*)/.exec(text);
-    if (m) positions.push({ line, column: m.index + m[0].length - m[1].length });
+    if (m) positions.push({ line, column: m.index + m[0].length - m[1].length, kernel: m[1] });
   });
   return positions;
 }
@@ -361,8 +385,10 @@ async function openFromExplorer(page, name) {
   await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().waitFor();
 }
 
+// Focuses the active editor by clicking into its text area (near the top, where there is
+// always a line or the empty space after the last one).
 async function clickEditor(page) {
-  await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click({ position: { x: 5, y: 5 } });
+  await page.locator(".editor-group-container.active .monaco-editor .overflow-guard").first().click({ position: { x: 300, y: 10 } });
 }
 
 async function goToLine(page, line, column) {
@@ -612,7 +638,8 @@ async function step(name, body) {
 
 function firstWords(text) {
   // Markdown markup and code fences differ from what the hover renders; match plain words.
-  const plain = text.replace(/```\w*|[`*_#>|]/g, " ").replace(/\s+/g, " ").trim();
+  // (`_` only as emphasis at a word's edge: vec_add keeps its underscore.)
+  const plain = text.replace(/```\w*|[`*#>|]/g, " ").replace(/(^|\s)_+|_+(?=\s|$)/g, "$1 ").replace(/\s+/g, " ").trim();
   return plain.split(" ").slice(0, 4).join(" ");
 }
 

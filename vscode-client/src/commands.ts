@@ -30,7 +30,7 @@ export function registerCommands(context: vscode.ExtensionContext, servers: Serv
     const target = await kernelUnderCursor();
     if (target) {
       const result = await forward(servers, "ptxls.runGpuTest", [target.uri, target.kernel], `Testing ${target.kernel} on the GPU`);
-      showSummary(result, `GPU test of ${target.kernel} finished; hover the kernel for the result.`);
+      showSummary(result, `GPU test of ${target.kernel} finished.`, "Hover the kernel's name for the details.");
     }
   });
 
@@ -48,6 +48,7 @@ export function registerCommands(context: vscode.ExtensionContext, servers: Serv
     );
     if (picked) {
       const result = await forward(servers, "ptxls.lowerToPtx", [target.uri, target.kernel, picked.backend], `Lowering ${target.kernel} to PTX (${picked.label})`);
+      showSummary(result, `${target.kernel} lowered to PTX.`);
       await openIfDocument(result);
     }
   });
@@ -56,6 +57,9 @@ export function registerCommands(context: vscode.ExtensionContext, servers: Serv
     const target = await kernelUnderCursor();
     if (target) {
       const result = await forward(servers, "ptxls.showPtx", [target.uri, target.kernel], `PTX for ${target.kernel}`);
+      if (isRecord(result) && result.ok === false) {
+        showSummary(result, `No PTX for ${target.kernel}.`);
+      }
       await openIfDocument(result);
     }
   });
@@ -117,6 +121,9 @@ async function forward(servers: ServerManager, command: string, args: unknown[],
 // Commands may answer with PTX text, `{ptx}`, or `{uri}` of a file they wrote;
 // the server may equally have opened the result itself (window/showDocument) and return nothing.
 async function openIfDocument(result: unknown): Promise<void> {
+  if (isRecord(result) && result.ok === false) {
+    return;
+  }
   if (typeof result === "string" && result.trim() !== "") {
     const document = await vscode.workspace.openTextDocument({ language: "ptx", content: result });
     await vscode.window.showTextDocument(document, { preview: false, viewColumn: vscode.ViewColumn.Beside });
@@ -128,12 +135,19 @@ async function openIfDocument(result: unknown): Promise<void> {
   }
 }
 
-function showSummary(result: unknown, fallback: string): void {
-  if (result === undefined) {
+// Server commands answer `{ok, summary, ...}`; a failure (no GPU, LLM not configured,
+// kernel not found) is a warning that says why, a success a short note.
+function showSummary(result: unknown, fallback: string, hint = ""): void {
+  if (result === undefined || result === null) {
     return;
   }
-  const summary = isRecord(result) && typeof result.summary === "string" ? result.summary : typeof result === "string" ? result : fallback;
-  void vscode.window.showInformationMessage(`ptxls: ${summary}`);
+  const summary = isRecord(result) && typeof result.summary === "string" && result.summary.trim() ? result.summary.trim() : fallback;
+  const text = `ptxls: ${summary}${hint ? ` ${hint}` : ""}`;
+  if (isRecord(result) && result.ok === false) {
+    void vscode.window.showWarningMessage(text);
+  } else {
+    void vscode.window.showInformationMessage(text);
+  }
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
