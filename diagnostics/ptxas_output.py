@@ -28,7 +28,7 @@ _NO_LINE = re.compile(
 _ABORTED = re.compile(r"ptx assembly aborted due to errors", re.IGNORECASE)
 _ON_LINE = re.compile(r"\bon line (\d+)\b")
 _QUOTED = re.compile(r"'([^']+)'")
-_FUNCTION_NAME = re.compile(r"(?:function|entry|Entry function)\s+'([^']+)'", re.IGNORECASE)
+_FUNCTION_NAME = re.compile(r"\b(?:function|entry)\s+'?([A-Za-z_$][\w$]*)'?", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

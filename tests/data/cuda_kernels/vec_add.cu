@@ -1,0 +1,8 @@
+// c[i] = a[i] + b[i] for i < n — the elementwise example every ptxls feature starts from.
+__global__ void vec_add(const float* a, const float* b, float* c, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        c[i] = a[i] + b[i];
+    }
+}

@@ -1,0 +1,113 @@
+"""The ptxls command as a person runs it: output format and exit codes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+
+def ptxls(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ptxls.server", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_check_clean_file_exits_0():
+    r = ptxls("check", str(EXAMPLES / "vec_add.ptx"))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == ""
+
+
+def test_check_broken_file_prints_compiler_style_and_exits_1():
+    path = str(EXAMPLES / "broken.ptx")
+    r = ptxls("check", path)
+    assert r.returncode == 1
+    lines = r.stdout.splitlines()
+    assert f"{path}:28:21: error: Unknown symbol '%r6'" in lines
+    assert all(
+        line.startswith(f"{path}:") and (": error: " in line or ": warning: " in line)
+        for line in lines
+    )
+
+
+def test_check_reports_warnings_as_warnings(tmp_path):
+    src = (
+        (Path(__file__).parent / "data" / "ptxas_output" / "warning_and_fatal.ptx")
+        .read_text()
+        .replace(".extern .func foo();\n", "")
+        .replace("  call foo;\n", "")
+    )
+    f = tmp_path / "w.ptx"
+    f.write_text(src)
+    r = ptxls("check", str(f))
+    assert r.returncode == 0
+    assert (
+        f"{f}:4:1: warning: For entry k adjusting per thread register count of 8 to lower bound of 24"
+        in r.stdout
+    )
+
+
+def test_check_cuda_file(tmp_path):
+    f = tmp_path / "k.cu"
+    f.write_text((EXAMPLES / "vec_add.cu").read_text().replace("a[i] + b[i]", "a[i] + b[i] + nope"))
+    r = ptxls("check", str(f))
+    assert r.returncode == 1
+    assert 'error: identifier "nope" is undefined' in r.stdout
+    assert r.stdout.startswith(f"{f}:6:")
+
+
+def test_check_unreadable_file_exits_2_with_reason(tmp_path):
+    r = ptxls("check", str(tmp_path / "missing.ptx"))
+    assert r.returncode == 2
+    assert "cannot read" in r.stderr and "No such file" in r.stderr
+
+
+def test_check_without_ptxas_exits_2_and_says_how_to_fix(tmp_path):
+    r = ptxls("check", "--ptxas", str(tmp_path / "nope"), str(EXAMPLES / "vec_add.ptx"))
+    assert r.returncode == 2
+    assert "pip install nvidia-cuda-nvcc" in r.stderr and "PTXLS_PTXAS" in r.stderr
+
+
+def test_check_binary_file_is_an_error_not_a_crash(tmp_path):
+    f = tmp_path / "bin.ptx"
+    f.write_bytes(bytes(range(256)) * 4)
+    r = ptxls("check", str(f))
+    assert r.returncode == 1
+    assert "not PTX text" in r.stdout
+    assert "Traceback" not in r.stderr
+
+
+def test_check_arch_flag_is_passed_to_ptxas(tmp_path):
+    f = tmp_path / "v.ptx"
+    f.write_text((EXAMPLES / "vec_add.ptx").read_text().replace(".target sm_90", ".target sm_90a"))
+    assert ptxls("check", str(f)).returncode == 0  # the file's .target picks -arch=sm_90a
+    # ptxas refuses sm_90a PTX for an older GPU, which shows --arch reached it
+    r = ptxls("check", "--arch", "sm_80", str(f))
+    assert r.returncode == 1 and "SM version specified by .target is higher" in r.stdout
+
+
+@pytest.mark.parametrize("flag", [[], ["--json"]])
+def test_doctor_never_prints_a_key(flag):
+    r = ptxls(
+        "doctor", *flag, env={"OPENAI_API_KEY": "sk-secret-should-not-appear", "PTXLS_MODEL": "m"}
+    )
+    assert r.returncode == 0, r.stderr
+    assert "sk-secret" not in r.stdout + r.stderr
+    assert "ptxas" in r.stdout and ("GPU" in r.stdout or '"gpu"' in r.stdout)
+
+
+def test_demo_runs_on_the_examples():
+    r = ptxls("demo", "--no-gpu")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "broken.ptx" in r.stdout and "deliberate mistake" in r.stdout
+    assert "vec_add.ptx" in r.stdout
