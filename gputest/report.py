@@ -122,7 +122,9 @@ def format_table(report: TestReport) -> str:
             )
         lines.append("")
     t = report.timed_case
-    if t is not None:
+    # Ratio and GB/s only mean something at the largest size asked for (small sizes time the
+    # launch, not the kernel); a run that stopped early has no such line.
+    if t is not None and report.sizes and t.n == max(report.sizes):
         if report.ratio is not None:
             lines.append(f"time vs reference at n={t.n}: **{report.ratio:.2f}×** "
                          f"({_ms(t.time_ms)} vs {_ms(t.ref_time_ms)}; < 1 is faster)")  # fmt: skip
