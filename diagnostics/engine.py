@@ -7,12 +7,13 @@ always agree on what is wrong with a piece of PTX.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from dataclasses import dataclass
 
 from .arch import choose_arch
 from .lints import lint_ptx
 from .model import CheckResult, Problem, Severity
-from .ptx_parse import PtxModule, parse_ptx
+from .ptx_parse import PtxModule, parse_ptx, scan_header
 from .ptxas_output import parse_ptxas_output, place_messages
 from .ptxas_run import run_ptxas
 from .toolchain import Tool, ToolNotFound, find_ptxas
@@ -38,9 +39,9 @@ def split_lines(text: str) -> list[str]:
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
-def resolve_ptxas(module: PtxModule, opts: PtxCheckOptions) -> Tool:
+def resolve_ptxas(version: tuple[int, int] | None, opts: PtxCheckOptions) -> Tool:
     try:
-        return find_ptxas(opts.ptxas_path, needs_isa=module.version)
+        return find_ptxas(opts.ptxas_path, needs_isa=version)
     except ToolNotFound as e:
         raise PtxasUnavailable(str(e)) from None
 
@@ -81,25 +82,43 @@ def instant_check(text: str) -> tuple[PtxModule, list[Problem]]:
     return module, lint_ptx(text, module)
 
 
+# Below this size the in-process checks take well under a millisecond: run them in the loop
+# rather than pay for a thread hop.
+INLINE_LINT_BYTES = 50_000
+
+
 async def check_ptx(
-    text: str, opts: PtxCheckOptions | None = None, *, module: PtxModule | None = None
+    text: str,
+    opts: PtxCheckOptions | None = None,
+    *,
+    lints: Awaitable[tuple[PtxModule, list[Problem]]] | None = None,
 ) -> CheckResult:
-    """Lints + ptxas. Raises PtxasUnavailable when ptxas is missing or cannot start; a
-    crash or timeout of ptxas is reported as a problem, not raised."""
+    """Lints + ptxas, run side by side (ptxas starts first; the parse runs while it works).
+
+    ``lints`` lets a caller that already started the in-process checks share them. Raises
+    PtxasUnavailable when ptxas is missing or cannot start; a crash or timeout of ptxas is
+    reported as a problem, not raised."""
     opts = opts or PtxCheckOptions()
-    if module is None:
-        module, lints = await asyncio.to_thread(instant_check, text)
-    else:
-        lints = lint_ptx(text, module)
-    tool = resolve_ptxas(module, opts)
-    arch = choose_arch(opts.arch, module.arch)
+    version, target = scan_header(text)
+    tool = resolve_ptxas(version, opts)
+    arch = choose_arch(opts.arch, target)
     result = CheckResult(tool=tool.describe(), arch=arch)
+    ptxas_job = asyncio.ensure_future(
+        run_ptxas(text, tool=tool, arch=arch, timeout=opts.timeout, file_name=opts.file_name)
+    )
     try:
-        run = await run_ptxas(
-            text, tool=tool, arch=arch, timeout=opts.timeout, file_name=opts.file_name
-        )
+        if lints is None:
+            if len(text) < INLINE_LINT_BYTES:
+                _, lint_problems = instant_check(text)
+            else:
+                _, lint_problems = await asyncio.to_thread(instant_check, text)
+        else:
+            _, lint_problems = await lints
+        run = await ptxas_job
     except OSError as e:
         raise PtxasUnavailable(f"could not start {tool.path}: {e}") from None
+    finally:
+        ptxas_job.cancel()  # no-op when done; kills ptxas when we are cancelled or failed
     lines = split_lines(text)
     tool_problems = place_messages(parse_ptxas_output(run.stderr + "\n" + run.stdout), lines)
     if run.timed_out:
@@ -136,5 +155,5 @@ async def check_ptx(
                 "ptxas",
             )
         )
-    result.problems = merge(lints, tool_problems, opts.max_problems)
+    result.problems = merge(lint_problems, tool_problems, opts.max_problems)
     return result

@@ -86,11 +86,21 @@ def _undeclared_registers(
     names = {d.name for d in func.decls if d.count is None} | module_names
     names |= {p.name for p in func.params} | {p.name for p in func.return_params}
     ranges = [d for d in func.decls if d.count is not None] + list(module_ranges)
+    # %r<5> declares %r0..%r4: keep, per prefix, the largest count (several .reg lines may
+    # declare the same prefix). Lookups are then one dict access per use.
+    limit: dict[str, int] = {}
+    for d in ranges:
+        limit[d.name] = max(limit.get(d.name, 0), d.count or 0)
     out = []
     reported: set[tuple[str, int]] = set()
     for use in func.register_uses:
         reg = use.name
-        if reg in names or _SPECIAL.match(reg) or any(d.declares(reg) for d in ranges):
+        if reg in names:
+            continue
+        prefix = reg.rstrip("0123456789")
+        if prefix != reg and int(reg[len(prefix) :]) < limit.get(prefix, 0):
+            continue
+        if _SPECIAL.match(reg):
             continue
         key = (reg, use.span.start.line)
         if key in reported:

@@ -59,10 +59,38 @@ class Decl:
         return suffix.isdigit() and int(suffix) < self.count
 
 
-@dataclass
+class _LazySpan:
+    """A span computed when first read: a big kernel has tens of thousands of register uses,
+    and only the few that a check reports ever need a line and column."""
+
+    __slots__ = ("_t", "_start", "_end", "_span")
+
+    def __init__(self, t: _Text, start: int, end: int) -> None:
+        self._t, self._start, self._end, self._span = t, start, end, None
+
+    def get(self) -> Span:
+        if self._span is None:
+            self._span = self._t.span(self._start, self._end)
+        return self._span
+
+
 class Use:
-    name: str
-    span: Span
+    """A name used as an operand, and where (``span``, 0-based)."""
+
+    __slots__ = ("name", "_span")
+
+    def __init__(self, name: str, span: Span | _LazySpan) -> None:
+        self.name = name
+        self._span = span
+
+    @property
+    def span(self) -> Span:
+        if isinstance(self._span, _LazySpan):
+            self._span = self._span.get()
+        return self._span
+
+    def __repr__(self) -> str:
+        return f"Use({self.name!r}, {self.span})"
 
 
 @dataclass
@@ -164,6 +192,21 @@ _DIRECTIVE_RE = re.compile(
 )
 
 
+def scan_header(text: str) -> tuple[tuple[int, int] | None, str | None]:
+    """(.version, sm_XX of .target) from a quick look at the text, without a full parse, so
+    ptxas can start before the parse is done."""
+    version = target = None
+    m = _VERSION_RE.search(text)
+    if m:
+        version = (int(m.group(1)), int(m.group(2)))
+    m = _TARGET_RE.search(text)
+    if m:
+        target = next(
+            (t.strip() for t in m.group(1).split(",") if t.strip().startswith("sm_")), None
+        )
+    return version, target
+
+
 def parse_ptx(text: str) -> tuple[PtxModule, list[StructureProblem]]:
     """Parse a PTX module. Never raises; returns the module and the structural problems."""
     clean = blank_comments(text)
@@ -202,7 +245,8 @@ def parse_ptx(text: str) -> tuple[PtxModule, list[StructureProblem]]:
 
 def _check_braces(clean: str, t: _Text, mod: PtxModule) -> None:
     stack: list[int] = []
-    for i, ch in enumerate(clean):
+    for m in re.finditer(r"[{}]", clean):
+        i, ch = m.start(), m.group(0)
         if ch == "{":
             stack.append(i)
         elif ch == "}":
@@ -221,14 +265,13 @@ def _check_braces(clean: str, t: _Text, mod: PtxModule) -> None:
 def _matching(clean: str, open_at: int, open_ch: str, close_ch: str) -> int:
     """Offset just past the bracket that closes the one at ``open_at`` (or len(clean))."""
     depth = 0
-    for i in range(open_at, len(clean)):
-        c = clean[i]
-        if c == open_ch:
+    for m in re.compile("[" + re.escape(open_ch + close_ch) + "]").finditer(clean, open_at):
+        if m.group(0) == open_ch:
             depth += 1
-        elif c == close_ch:
+        else:
             depth -= 1
             if depth == 0:
-                return i + 1
+                return m.end()
     return len(clean)
 
 
@@ -384,34 +427,39 @@ def _parse_decl(stmt: str, offset: int, t: _Text, kind: str) -> list[Decl]:
     return decls
 
 
+_BODY_DECL_RE = re.compile(r"(?<![\w.$%])\.(reg|local|shared|param|const|global)\b[^;{}]*")
+_BODY_DIRECTIVE_RE = re.compile(
+    r"(?<![\w.$%])\.(?:pragma|loc|file|branchtargets|calltargets|callprototype|section)\b[^;{}]*"
+)
+_SYMBOL_USE_RE = re.compile(r"\[\s*([A-Za-z_$][\w$]*)")
+
+
 def _parse_body(clean: str, t: _Text, start: int, end: int, func: PtxFunction) -> None:
+    """Whole-body regex passes (C speed) rather than a Python loop per statement: a 24k-line
+    nvcc kernel parses in tens of milliseconds."""
     for lm in _LABEL_RE.finditer(clean, start, end):
-        if lm.end() <= end:
-            func.labels.setdefault(lm.group(1), t.span(lm.start(1), lm.end(1)))
-    for off, stmt in _statements(clean, start, end):
-        stripped = stmt.lstrip()
-        lead = off + (len(stmt) - len(stripped))
-        # Labels at the start of a statement are handled above; look past them.
-        lab = re.match(r"([A-Za-z_$][\w$]*)\s*:(?!:)\s*", stripped)
-        if lab:
-            lead += lab.end()
-            stripped = stripped[lab.end() :]
-        dm = _DECL_RE.match(stripped)
-        if dm:
-            func.decls.extend(_parse_decl(stripped, lead, t, dm.group(1)))
-            continue
-        if stripped.startswith("."):
-            continue  # other directives inside a body (.pragma, .loc, .branchtargets …)
-        for rm in _REG_USE_RE.finditer(stripped):
-            s = lead + rm.start()
-            func.register_uses.append(Use(rm.group(0), t.span(s, s + len(rm.group(0)))))
-        bm = _BRANCH_RE.search(stripped + (";" if not stripped.rstrip().endswith(";") else ""))
-        if bm:
-            s = lead + bm.start(2)
-            func.branch_targets.append(Use(bm.group(2), t.span(s, s + len(bm.group(2)))))
-        for sm in re.finditer(r"\[\s*([A-Za-z_$][\w$]*)", stripped):
-            s = lead + sm.start(1)
-            func.symbol_uses.append(Use(sm.group(1), t.span(s, s + len(sm.group(1)))))
+        func.labels.setdefault(lm.group(1), t.span(lm.start(1), lm.end(1)))
+    skip: list[tuple[int, int]] = []  # declaration and directive statements: no uses inside
+    for dm in _BODY_DECL_RE.finditer(clean, start, end):
+        func.decls.extend(_parse_decl(dm.group(0), dm.start(), t, dm.group(1)))
+        skip.append((dm.start(), dm.end()))
+    for dm in _BODY_DIRECTIVE_RE.finditer(clean, start, end):
+        skip.append((dm.start(), dm.end()))
+    skip.sort()
+    skip_starts = [a for a, _ in skip]
+
+    def skipped(offset: int) -> bool:
+        i = bisect.bisect_right(skip_starts, offset) - 1
+        return i >= 0 and offset < skip[i][1]
+
+    for rm in _REG_USE_RE.finditer(clean, start, end):
+        if not skipped(rm.start()):
+            func.register_uses.append(Use(rm.group(0), _LazySpan(t, rm.start(), rm.end())))
+    for bm in _BRANCH_RE.finditer(clean, start, end):
+        func.branch_targets.append(Use(bm.group(2), t.span(bm.start(2), bm.end(2))))
+    for sm in _SYMBOL_USE_RE.finditer(clean, start, end):
+        if not skipped(sm.start()):
+            func.symbol_uses.append(Use(sm.group(1), _LazySpan(t, sm.start(1), sm.end(1))))
 
 
 def _parse_module_decls(clean: str, t: _Text, mod: PtxModule, bodies: list[tuple[int, int]]):

@@ -16,6 +16,7 @@ import time
 from lsprotocol import types
 
 from ptxls.diagnostics.engine import (
+    INLINE_LINT_BYTES,
     PtxasUnavailable,
     PtxCheckOptions,
     check_ptx,
@@ -109,8 +110,12 @@ async def _check(server: PtxlsServer, uri: str, version: int | None, *, on_save:
         _publish(server, uri, version, [bad], lines)
         return
 
-    module, lints = await asyncio.to_thread(instant_check, text)
-    size = len(text.encode("utf-8", errors="replace"))
+    size = len(text)
+    if size < INLINE_LINT_BYTES:
+        lint_job = asyncio.get_running_loop().create_future()
+        lint_job.set_result(instant_check(text))
+    else:
+        lint_job = asyncio.ensure_future(asyncio.to_thread(instant_check, text))
     if size > settings.save_only_above_bytes and not on_save:
         server.tell_once(
             "save-only",
@@ -119,6 +124,7 @@ async def _check(server: PtxlsServer, uri: str, version: int | None, *, on_save:
             "(it takes seconds on files this size); instant checks still run as you type.",
             types.MessageType.Info,
         )
+        _, lints = await lint_job
         _publish(server, uri, version, lints, lines)
         return
 
@@ -130,14 +136,18 @@ async def _check(server: PtxlsServer, uri: str, version: int | None, *, on_save:
         file_name=uri.rsplit("/", 1)[-1] or "input.ptx",
     )
     started = time.monotonic()
-    ptxas_job = asyncio.ensure_future(check_ptx(text, opts, module=module))
+    ptxas_job = asyncio.ensure_future(check_ptx(text, opts, lints=asyncio.shield(lint_job)))
     try:
         done, _ = await asyncio.wait({ptxas_job}, timeout=LINTS_ALONE_AFTER_S)
         if not done:
-            _publish(server, uri, version, lints, lines)
+            # ptxas is slow on this one: show what is certain now, ptxas's word when it comes
+            _, lints = await lint_job
+            if not ptxas_job.done():
+                _publish(server, uri, version, lints, lines)
         result = await ptxas_job
     except PtxasUnavailable as e:
         server.tell_once("ptxas-missing", f"ptxls: {e}", types.MessageType.Error)
+        _, lints = await lint_job
         _publish(server, uri, version, lints, lines)
         return
     except asyncio.CancelledError:
