@@ -201,3 +201,44 @@ def _apply_param(spec: TestSpec, name: str, value: str, building: bool) -> None:
 def _known_type(dt: str) -> None:
     if dt not in DTYPES:
         raise ValueError(f"unknown type '{dt}' (known: {', '.join(DTYPES)})")
+
+
+SIDECAR_SUFFIX = ".gputest"
+
+
+def sidecar_lines(text: str, kernel: str) -> list[tuple[int, str]]:
+    """(line number, item text) of the ``[kernel]`` section of a sidecar file: the same items as
+    the annotation, one or more per line, without the ``// @gputest`` prefix; '#' comments."""
+    out, current = [], None
+    for i, raw in enumerate(text.splitlines()):
+        line = raw.split("#", 1)[0].rstrip()
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if stripped.startswith("[") and stripped.endswith("]"):
+            current = stripped[1:-1].strip()
+            continue
+        if current == kernel:
+            out.append((i, line))
+    return out
+
+
+def apply_sidecar(
+    spec: TestSpec | None, text: str, kernel: str, path: str
+) -> tuple[TestSpec | None, list[SpecProblem]]:
+    """Apply a sidecar's ``[kernel]`` section as if it were an annotation; problems point at the
+    sidecar's own lines and columns."""
+    found = sidecar_lines(text, kernel)
+    if not found:
+        return spec, []
+    prefix = f"// {TAG} "
+    synthetic = [prefix + raw.lstrip() for _, raw in found]
+    spec, problems = apply(spec, synthetic + [""], len(synthetic), kernel, where=f"sidecar {path}")
+    if spec is not None and spec.origin and spec.origin[-1].startswith(f"sidecar {path} (line "):
+        spec.origin[-1] = f"sidecar {path} (line {found[0][0] + 1})"
+    mapped = []
+    for p in problems:
+        src_line, raw = found[p.line]
+        shift = (len(raw) - len(raw.lstrip())) - len(prefix)
+        mapped.append(SpecProblem(p.message, src_line, p.col + shift, p.end_col + shift, file=path))
+    return spec, mapped

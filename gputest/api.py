@@ -18,7 +18,7 @@ from . import build
 from .cuda_source import find_kernels
 from .launch import launch_dims, scalar_env
 from .pairing import SpecResolution, infer_spec_from_cuda, spec_for_ptx
-from .ptx_source import ptx_target
+from .ptx_source import ptx_target, ptx_version
 from .report import (
     BUILD_ERROR,
     ERROR,
@@ -260,6 +260,8 @@ async def _run(
         report.load_path = "PTX through the driver JIT"
     report.jit_log = load.get("jit_log", "")
     report.notes += load.get("notes", [])
+    if kind == "ptx":
+        report.notes += isa_notes(ptx_version(text), device, report.load_path)
     bad = report.failing_case
     if reply.timed_out:
         report.status = TIMEOUT
@@ -296,6 +298,22 @@ async def _discard(fut: asyncio.Future) -> None:
     await asyncio.wait([fut])  # our own cancellation still propagates
     if not fut.cancelled():
         fut.exception()  # retrieved: no "exception was never retrieved" at exit
+
+
+def isa_notes(version: tuple[int, int] | None, device: dict, load_path: str) -> list[str]:
+    """What to tell the person when the PTX's .version is above what the driver's JIT takes
+    (GPU.md: the 13.0 driver refuses 9.1+, while the wheel's ptxas writes and takes 9.5)."""
+    limit = tuple(device.get("max_ptx_isa") or ())
+    if not version or len(limit) != 2 or version <= limit:
+        return []
+    v, lim = f"{version[0]}.{version[1]}", f"{limit[0]}.{limit[1]}"
+    driver = f"this driver (CUDA {device.get('driver_cuda', '?')})"
+    if load_path.startswith("cubin"):
+        return [f"the PTX is .version {v}, above the {lim} that {driver} can JIT; it ran because "
+                "ptxas assembled it to a cubin"]  # fmt: skip
+    return [f"the PTX is .version {v}, but {driver} can JIT only up to {lim}: use a ptxas that "
+            f"takes {v} (pip install nvidia-cuda-nvcc) so it is loaded as a cubin, or lower the "
+            ".version"]  # fmt: skip
 
 
 def _arch_for(ptx_target_arch: str | None, device_arch: str) -> str:

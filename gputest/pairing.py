@@ -45,12 +45,35 @@ def infer_spec_from_cuda(
             SpecProblem(f"no __global__ kernel '{kernel}' (kernels here: {have})", file=path)
         ]
     spec, problems = infer_spec(match)
+    spec, side = _sidecar(spec, path, kernel)
+    problems += side
     spec, ann = annotations.apply(spec, source.splitlines(), match.decl_line, kernel,
                                   where=f"@gputest in {Path(path).name or 'the CUDA source'}")  # fmt: skip
     problems = [dataclasses.replace(p, file=path) for p in problems + ann]
     if check and spec is not None:
         problems += [dataclasses.replace(p, file=path, line=match.line) for p in validate(spec)]
     return spec, problems
+
+
+def sidecar_path(source_path: str | None) -> Path | None:
+    """``kernels.ptx`` → ``kernels.ptx.gputest``, else ``kernels.gputest``."""
+    if not source_path:
+        return None
+    p = Path(source_path)
+    for candidate in (
+        p.with_name(p.name + annotations.SIDECAR_SUFFIX),
+        p.with_suffix(annotations.SIDECAR_SUFFIX),
+    ):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _sidecar(spec, source_path, kernel):
+    side = sidecar_path(source_path)
+    if side is None:
+        return spec, []
+    return annotations.apply_sidecar(spec, side.read_text(errors="replace"), kernel, str(side))
 
 
 def paired_cuda_path(ptx_text: str, ptx_path: str | None) -> Path | None:
@@ -94,6 +117,8 @@ def spec_for_ptx(
         )
         if spec is None:
             return SpecResolution(None, problems, reference_cuda, reference_path)
+    spec, side = _sidecar(spec, ptx_path, kernel)
+    problems += side
     lines = ptx_text.splitlines()
     spec, ann = annotations.apply(spec, lines, entry.decl_line, kernel,
                                   where="@gputest in the PTX")  # fmt: skip

@@ -161,8 +161,10 @@ def footer(report: TestReport) -> str:
     bits = []
     if report.device:
         d = report.device
+        isa = d.get("max_ptx_isa")
+        jit = f", JIT PTX ISA ≤ {isa[0]}.{isa[1]}" if isa else ""
         bits.append(
-            f"{d.get('name', '?')} ({d.get('arch', '?')}, driver CUDA {d.get('driver_cuda', '?')})"
+            f"{d.get('name', '?')} ({d.get('arch', '?')}, driver CUDA {d.get('driver_cuda', '?')}{jit})"
         )
     if report.load_path:
         bits.append(f"loaded as {report.load_path}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from ptxls.gputest import exprs
 from ptxls.gputest.api import infer_spec_from_cuda, spec_for_ptx
 from ptxls.gputest.launch import launch_dims, scalar_env
@@ -239,3 +240,34 @@ def test_every_bad_example_kernel_resolves_its_spec_through_its_header():
 def test_spec_round_trips_through_json_dicts():
     spec, _ = infer_spec_from_cuda(ANNOTATED, "saxpy")
     assert TestSpec.from_dict(spec.to_dict()) == spec
+
+
+def test_sidecar_file_supplies_a_spec_and_its_errors_point_into_it(tmp_path):
+    ptx = tmp_path / "k.ptx"
+    ptx.write_text(VEC_ADD_PTX)
+    side = tmp_path / "k.gputest"
+    side.write_text(
+        "# specs for k.ptx\n[other]\n  x: nonsense\n[vec_add]\n"
+        "  a: in f32[n]; b: in f32[n]; c: out f32[n]; n: size\n  ref: c = a + b   # numpy\n"
+    )
+    res = spec_for_ptx(ptx.read_text(), "vec_add", ptx_path=str(ptx))
+    assert res.ok, res.problems
+    assert res.spec.numpy_ref == "c = a + b" and res.spec.origin == [f"sidecar {side} (line 5)"]
+    side.write_text("[vec_add]\n  a: in f32[n]; b: in f33[n]; c: out f32[n]; n: size\n")
+    [p] = spec_for_ptx(ptx.read_text(), "vec_add", ptx_path=str(ptx)).problems
+    assert p.file == str(side) and p.line == 1 and "unknown type 'f33'" in p.message
+    assert side.read_text().splitlines()[1][p.col : p.end_col] == "b: in f33[n]"
+
+
+def test_isa_above_the_driver_jit_is_explained():
+    from ptxls.gputest.api import isa_notes
+
+    h200 = {"max_ptx_isa": [9, 0], "driver_cuda": "13.0"}
+    assert isa_notes((8, 0), h200, "cubin from ptxas 13.0") == []
+    [cubin] = isa_notes((9, 5), h200, "cubin from ptxas 13.5 -arch=sm_90")
+    assert (
+        "above the 9.0 that this driver (CUDA 13.0) can JIT; it ran because ptxas assembled it"
+        in cubin
+    )
+    [jit] = isa_notes((9, 5), h200, "PTX through the driver JIT")
+    assert "can JIT only up to 9.0: use a ptxas that takes 9.5" in jit
