@@ -58,6 +58,12 @@ if [[ $(node_major) != "$NODE_MAJOR" ]]; then
   export npm_config_nodedir="$TOOLS/node$NODE_MAJOR/node_modules/node"
 fi
 [[ $(node_major) == "$NODE_MAJOR" ]] || die "Node $NODE_MAJOR is not on PATH (found $(node --version 2>&1))"
+# Native modules are built against the local Node's headers; without nodedir, node-gyp would
+# try to download them from nodejs.org.
+if [[ -z ${npm_config_nodedir:-} ]]; then
+  node_prefix="$(dirname "$(dirname "$(readlink -f "$(command -v node)")")")"
+  [[ -f $node_prefix/include/node/node_version.h ]] && export npm_config_nodedir="$node_prefix"
+fi
 echo "node $(node --version), npm $(npm --version)"
 
 # --- code-server ------------------------------------------------------------------
@@ -101,7 +107,10 @@ npm_ci_if_changed() {
   local sha; sha="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)"
   if [[ ! -f "$stamp" || $(cat "$stamp") != "$sha" ]]; then
     say "npm ci in ${dir#"$REPO"/}"
-    (cd "$dir" && npm ci --no-audit --no-fund) || die "npm ci in $dir"
+    # --ignore-scripts: nothing here needs them (esbuild finds its platform binary without its
+    # postinstall), and keytar's (an optional dependency of vsce, for publishing) would try
+    # GitHub and node-gyp.
+    (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund) || die "npm ci in $dir"
     echo "$sha" > "$stamp"
   fi
 }
