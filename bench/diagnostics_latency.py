@@ -43,7 +43,16 @@ def large_ptx() -> str:
         out = Path(tmp) / "big.ptx"
         inc = [f"-I{d}" for d in cuda_include_dirs()]
         subprocess.run(
-            [nvcc.path, "-ptx", "-arch=sm_90", "-O3", *inc, str(ROOT / "bench" / "kernels" / "big_poly.cu"), "-o", str(out)],
+            [
+                nvcc.path,
+                "-ptx",
+                "-arch=sm_90",
+                "-O3",
+                *inc,
+                str(ROOT / "bench" / "kernels" / "big_poly.cu"),
+                "-o",
+                str(out),
+            ],
             check=True,
         )
         return out.read_text()
@@ -59,7 +68,10 @@ def raw_ptxas(text: str, ptxas: str, arch: str) -> float:
         src = Path(tmp) / "raw.ptx"
         src.write_text(text)
         t0 = time.perf_counter()
-        subprocess.run([ptxas, f"-arch={arch}", str(src), "-o", str(Path(tmp) / "o.cubin")], capture_output=True)
+        subprocess.run(
+            [ptxas, f"-arch={arch}", str(src), "-o", str(Path(tmp) / "o.cubin")],
+            capture_output=True,
+        )
         return time.perf_counter() - t0
 
 
@@ -82,12 +94,16 @@ async def measure(name: str, text: str, rounds: int, tmpdir: Path) -> dict:
     await client.initialize_session(
         types.InitializeParams(
             capabilities=types.ClientCapabilities(),
-            initialization_options={"ptxls": {"debounceMs": DEBOUNCE_MS, "saveOnlyAboveBytes": 10_000_000}},
+            initialization_options={
+                "ptxls": {"debounceMs": DEBOUNCE_MS, "saveOnlyAboveBytes": 10_000_000}
+            },
         )
     )
     uri = (tmpdir / file_name).as_uri()
     client.text_document_did_open(
-        types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(uri=uri, language_id="ptx", version=1, text=text))
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id="ptx", version=1, text=text)
+        )
     )
     module, _ = parse_ptx(text)
     ptxas = find_ptxas(needs_isa=module.version)
@@ -103,6 +119,18 @@ async def measure(name: str, text: str, rounds: int, tmpdir: Path) -> dict:
         raise TimeoutError(f"no ptxas publish for v{version}")
 
     await wait_final(1)
+    # The protocol's own floor: a request the server answers at once (hover on a blank line),
+    # through the same client and pipes. Whatever ptxls adds on top of this is its own cost.
+    floor_s = []
+    for _ in range(20):
+        t0 = time.perf_counter()
+        await client.text_document_hover_async(
+            types.HoverParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                position=types.Position(line=4, character=0),
+            )
+        )
+        floor_s.append(time.perf_counter() - t0)
     server_s, raw_s = [], []
     for r in range(rounds):
         version = r + 2
@@ -132,6 +160,7 @@ async def measure(name: str, text: str, rounds: int, tmpdir: Path) -> dict:
         "raw_ptxas_p50_ms": 1000 * p50_raw,
         "raw_ptxas_p95_ms": 1000 * pct(raw_s, 0.95),
         "debounce_ms": DEBOUNCE_MS,
+        "lsp_round_trip_p50_ms": 1000 * statistics.median(floor_s),
         "overhead_p50_ms": 1000 * statistics.median(overhead),
         "overhead_p95_ms": 1000 * pct(overhead, 0.95),
         "overhead_ratio_p50": statistics.median(overhead) / p50_raw,
@@ -158,21 +187,23 @@ async def main() -> None:
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "diagnostics-latency.json").write_text(json.dumps({"machine": machine, "results": rows}, indent=2))
+    (RESULTS / "diagnostics-latency.json").write_text(
+        json.dumps({"machine": machine, "results": rows}, indent=2)
+    )
     lines = [
         "# didChange → publishDiagnostics vs raw ptxas",
         "",
         f"Machine: {machine['platform']}, {machine['cpu_count']} CPUs, Python {machine['python']}, {machine['date']}.",
         f"Debounce {DEBOUNCE_MS} ms. Overhead = server latency − debounce − raw ptxas, per round (interleaved).",
         "",
-        "| file | lines | rounds | server p50 / p95 ms | raw ptxas p50 / p95 ms | overhead p50 / p95 ms | overhead / raw (p50) |",
-        "|---|---|---|---|---|---|---|",
+        "| file | lines | rounds | server p50 / p95 ms | raw ptxas p50 / p95 ms | overhead p50 / p95 ms | overhead / raw (p50) | LSP round trip p50 ms |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['file']} | {r['lines']} | {r['rounds']} | {r['server_p50_ms']:.1f} / {r['server_p95_ms']:.1f} | "
             f"{r['raw_ptxas_p50_ms']:.1f} / {r['raw_ptxas_p95_ms']:.1f} | {r['overhead_p50_ms']:.1f} / {r['overhead_p95_ms']:.1f} | "
-            f"{100 * r['overhead_ratio_p50']:.0f} % |"
+            f"{100 * r['overhead_ratio_p50']:.0f} % | {r['lsp_round_trip_p50_ms']:.1f} |"
         )
     lines.append("")
     lines.append(f"ptxas: {rows[0]['ptxas']}")
