@@ -60,9 +60,9 @@ async function main() {
     const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
     page.setDefaultTimeout(30_000);
     currentPage = page;
-    await page.goto(`${codeServer.url}/?folder=${encodeURIComponent(workspace)}`);
-    await page.locator(".monaco-workbench").waitFor();
-    await page.locator(".explorer-folders-view .monaco-list-row").first().waitFor();
+    await page.goto(`${codeServer.url}/?folder=${encodeURIComponent(workspace)}`, { timeout: SLOW });
+    await page.locator(".monaco-workbench").waitFor({ timeout: SLOW });
+    await page.locator(".explorer-folders-view .monaco-list-row").first().waitFor({ timeout: SLOW });
     await runScenario(page, workspace, oracle);
   } finally {
     await browser.close().catch(() => undefined);
