@@ -8,8 +8,8 @@ import logging
 log = logging.getLogger("ptxls")
 
 # Order matters only for hover/code-lens providers: earlier ones answer first.
-_REQUIRED = ["core", "ptx_diagnostics", "cuda_diagnostics", "status"]
-_OPTIONAL = ["gputest_feature", "lowering_feature", "ptx_navigation"]
+_REQUIRED = ["core", "ptx_diagnostics", "cuda_diagnostics", "status", "ptx_navigation"]
+_OPTIONAL = ["gputest_feature", "lowering_feature"]
 
 
 def register_all(server) -> None:  # noqa: ANN001
