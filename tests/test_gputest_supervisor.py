@@ -81,18 +81,17 @@ async def test_reply_progress_and_warm_reuse(fake):
 
 async def test_timeout_is_per_step_so_slow_but_alive_work_finishes(fake):
     sup = fake()
-    r = await sup.request({"op": "slow_steps", "steps": 4, "each": 0.3}, timeout_s=0.8)
-    assert r.data == {"ok": True} and not r.timed_out and len(r.cases) == 4
+    # 6 steps of 0.4 s: the whole takes longer than the 1.5 s timeout, no single step does.
+    r = await sup.request({"op": "slow_steps", "steps": 6, "each": 0.4}, timeout_s=1.5)
+    assert r.data == {"ok": True} and not r.timed_out and len(r.cases) == 6
     await sup.close()
 
 
 async def test_hung_step_is_killed_and_the_next_request_gets_a_fresh_worker(fake):
     sup = fake()
     first_pid = (await sup.request({"op": "echo"}, timeout_s=5)).data["pid"]
-    loop = asyncio.get_running_loop()
-    t0 = loop.time()
-    r = await sup.request({"op": "hang"}, timeout_s=1.0)
-    assert r.timed_out and r.restarted and loop.time() - t0 < 10
+    r = await sup.request({"op": "hang"}, timeout_s=1.0)  # the fake sleeps an hour
+    assert r.timed_out and r.restarted
     assert r.last_progress == "case 2/6 n=1: running k"
     assert r.cases == [{"index": 0, "n": 0}]  # finished work streamed before the hang is kept
     with pytest.raises(ProcessLookupError):
