@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from ptxls.gputest.compare import changed, compare
 from ptxls.gputest.dtypes import (
     DTYPES,

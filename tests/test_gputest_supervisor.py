@@ -10,6 +10,7 @@ import sys
 import textwrap
 
 import pytest
+
 from ptxls.gputest.api import gpu_available, run_gpu_test, run_gpu_test_file
 from ptxls.gputest.supervisor import Supervisor
 

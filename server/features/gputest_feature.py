@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
+
 from ptxls.gputest import api
 from ptxls.gputest.report import NO_GPU, TestReport
 
@@ -83,7 +84,12 @@ def code_lenses(ls: PtxlsServer, params: types.CodeLensParams) -> list[types.Cod
             stale = ", stale" if _is_stale(ls, uri, cached) else ""
             title = f"Run GPU test (last: {word}{stale})"
         rng = types.Range(types.Position(line, col), types.Position(line, col + len(name)))
-        lenses.append(types.CodeLens(range=rng, command=types.Command(title=title, command=COMMAND, arguments=[uri, name])))
+        lenses.append(
+            types.CodeLens(
+                range=rng,
+                command=types.Command(title=title, command=COMMAND, arguments=[uri, name]),
+            )
+        )
     return lenses
 
 

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from ptxls.gputest.api import format_table, gpu_available, run_gpu_test
 from ptxls.gputest.supervisor import Supervisor
 

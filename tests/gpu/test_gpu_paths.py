@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+
 from ptxls.gputest.api import format_table, run_gpu_test, run_gpu_test_file
 from ptxls.gputest.supervisor import Supervisor
 
