@@ -25,6 +25,17 @@ from ptxls.gputest.supervisor import Supervisor
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def gpu_name() -> str:
+    try:
+        smi = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        return smi.stdout.strip() or smi.stderr.strip()
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"no nvidia-smi ({e})"
+
+
 async def one(sup: Supervisor, ptx: str, cu: str) -> tuple[float, object]:
     t0 = time.perf_counter()
     report = await run_gpu_test(ptx, "vec_add", reference_cuda=cu, reference_path="vec_add.cu",
@@ -47,11 +58,9 @@ async def main(out: Path, warm_runs: int, cold_runs: int) -> int:
                 warm.append(dt)
         finally:
             await sup.close()
-    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
-                          "--format=csv,noheader"], capture_output=True, text=True)  # fmt: skip
     result = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "gpu": smi.stdout.strip() or smi.stderr.strip(),
+        "gpu": gpu_name(),
         "device": last.device if last else {},
         "python": sys.version.split()[0],
         "cold_s": cold, "warm_s": warm,
