@@ -4,3 +4,5 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from lsp_helpers import *  # noqa: E402,F403 — older tests import the helpers from conftest
