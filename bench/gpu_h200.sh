@@ -31,3 +31,5 @@ for f in "$@"; do
   python3 -m ptxls.server.cli test "$f" --timeout 3 2>/dev/null
   echo "exit $?"
 done 2>&1 | tee "$OUT/gputest-h200-cli.txt"
+# The GPU step of `ptxls demo`.
+python3 -c 'from pathlib import Path; from ptxls.gputest.demo import gpu_demo_step; gpu_demo_step(Path("examples"))' 2>&1 | tee "$OUT/gputest-h200-demo.txt"
