@@ -9,6 +9,7 @@ timeout or a cancelled job kills it and anything it started.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import os
 import signal
@@ -28,6 +29,16 @@ class ProcessResult:
     @property
     def crashed(self) -> bool:
         return self.returncode is not None and self.returncode < 0
+
+
+# Compilers still running when the server exits (the editor closed mid-check) die with it.
+_LIVE: set[subprocess.Popen] = set()
+
+
+@atexit.register
+def _kill_all() -> None:
+    for proc in list(_LIVE):
+        _kill(proc)
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -53,6 +64,7 @@ async def run_killable(
         env=env,
         start_new_session=True,
     )
+    _LIVE.add(proc)
     try:
         stdout, stderr = await asyncio.to_thread(proc.communicate, None, timeout)
     except subprocess.TimeoutExpired:
@@ -63,6 +75,8 @@ async def run_killable(
         # The thread blocked in communicate() returns as soon as the process is gone.
         _kill(proc)
         raise
+    finally:
+        _LIVE.discard(proc)
     return ProcessResult(
         proc.returncode,
         stdout.decode("utf-8", errors="replace"),
