@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import stat
+from pathlib import Path
 
 import pytest_lsp
 from pytest_lsp import LanguageClient
@@ -54,9 +55,8 @@ async def test_hanging_ptxas_is_killed_at_the_timeout(client: LanguageClient, tm
     assert any("did not finish within 1 s" in d.message for d in pub.diagnostics)
     pid = int(marker.read_text())
     await asyncio.sleep(0.2)
-    assert (
-        not os.path.exists(f"/proc/{pid}") or "zombie" in open(f"/proc/{pid}/status").read().lower()
-    )
+    status = Path(f"/proc/{pid}/status")
+    assert not status.exists() or "zombie" in status.read_text().lower()
 
 
 async def test_crashing_ptxas_is_reported(client: LanguageClient, tmp_path):
