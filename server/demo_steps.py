@@ -1,4 +1,4 @@
-"""The demo's lowering and GPU-test steps (filled in as those rooms land)."""
+"""The demo's lowering and GPU-test steps; each room provides its own step."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ from pathlib import Path
 
 
 def lowering_step(examples: Path, out) -> bool:
-    print("\n== 2. lower examples/vec_add.cu to PTX (nvcc reference) ==", file=out)
-    print("(the lowering room is not part of this build yet)", file=out)
-    return True
+    from ptxls.lowering.demo import lowering_step as step
+
+    return step(examples, out)
 
 
 def gpu_step(examples: Path, out) -> bool:
-    print("\n== 3. GPU test of examples/vec_add.ptx ==", file=out)
-    print("(the GPU test room is not part of this build yet)", file=out)
-    return True
+    from ptxls.gputest.demo import gpu_demo_step
+
+    return gpu_demo_step(examples, out)
