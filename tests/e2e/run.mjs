@@ -4,7 +4,8 @@
 //   1. broken.ptx gets a squiggle and the Problems panel shows the server's message naming the symbol;
 //   2. typing the fix in the editor clears both;
 //   3. the status bar shows the server's ptxas/arch/GPU/LLM summary;
-//   4. a hover the server offers shows up in the editor;
+//   4. a hover the server offers shows up in the editor; "Run GPU test for this kernel" runs
+//      and its result shows as a hover on the kernel;
 //   5. in vec_add.cu the code action "Lower to PTX with nvcc (reference)" creates vec_add.ptx.
 // An LSP probe (lsp-probe.mjs) asks the same server what it offers; steps 4-5 are required when
 // it offers them and reported as skipped, with the reason, when it does not.
@@ -125,28 +126,40 @@ async function runScenario(page, workspace, oracle) {
     return `status bar: "${text}"`;
   });
 
-  await step("hover shows what the server offers", async () => {
+  await step("\"ptxls: Show output\" shows the server's log", async () => {
+    await runCommand(page, "ptxls: Show output");
+    const panel = page.locator(".part.panel");
+    await panel.locator(".view-lines", { hasText: "ptxls" }).first().waitFor();
+    await shot(page, "output");
+    // The log scrolls; filter it for the start line, as a person looking for it would.
+    const filter = panel.locator('input[placeholder^="Filter"]').first();
+    await filter.fill("Starting the server");
+    await panel.locator(".view-lines", { hasText: `Starting the server: ${PYTHON} -m ptxls.server serve --stdio` }).first().waitFor();
+    await filter.fill("");
+    await showProblems(page);
+    return "the ptxls output channel shows the start command and the server's log";
+  });
+
+  await step("hover in PTX shows what the server offers", async () => {
     if (!oracle.hover) return skip(`the server answers no hover at any probed position (${oracle.hoverProbes.join(", ")})`);
-    const { file, line, column, text, afterGpuTest } = oracle.hover;
+    const { file, line, column, text } = oracle.hover;
+    return await showHover(page, file, line, column, text, "hover");
+  });
+
+  await step("\"ptxls: Run GPU test for this kernel\" runs, and its result shows as a hover", async () => {
+    if (!oracle.gpuHover) return skip(`no hover on the kernel after ptxls.runGpuTest (${oracle.gpuTestSummary ?? "the command gave no answer"})`);
+    const { file, line, column, text, summary } = oracle.gpuHover;
     await openFromExplorer(page, file);
     await clickEditor(page);
     await goToLine(page, line + 1, column + 1);
-    if (afterGpuTest) {
-      // The extension's own command, which finds the kernel under the cursor.
-      await runCommand(page, "ptxls: Run GPU test for this kernel");
-      const note = page.locator(".notifications-toasts .notification-toast", { hasText: `ptxls: ${firstWords(afterGpuTest.summary)}` }).first();
-      await note.waitFor({ timeout: SLOW });
-      await shot(page, "gpu-test-ran");
-      await page.keyboard.press("Escape");
-      await runCommand(page, "Notifications: Clear All Notifications");
-      await clickEditor(page);
-      await goToLine(page, line + 1, column + 1);
-    }
-    await hoverAtCursor(page);
-    const hover = page.locator(".monaco-hover:visible").first();
-    await hover.getByText(firstWords(text), { exact: false }).first().waitFor({ timeout: SLOW });
-    await shot(page, "hover");
-    return `hover at ${file}:${line + 1}:${column + 1}${afterGpuTest ? ` after "ptxls: Run GPU test for this kernel"` : ""}: "${firstWords(text)}…"`;
+    // The extension's own command, which finds the kernel under the cursor.
+    await runCommand(page, "ptxls: Run GPU test for this kernel");
+    const note = page.locator(".notifications-toasts .notification-toast", { hasText: `ptxls: ${firstWords(summary)}` }).first();
+    await note.waitFor({ timeout: SLOW });
+    await shot(page, "gpu-test-ran");
+    await page.keyboard.press("Escape");
+    await runCommand(page, "Notifications: Clear All Notifications");
+    return `notification "${firstWords(summary)}…"; ${await showHover(page, file, line, column, text, "gpu-hover")}`;
   });
 
   await step(`code action "${ACTION_TITLE}" creates vec_add.ptx`, async () => {
@@ -211,12 +224,26 @@ async function runScenario(page, workspace, oracle) {
     const text = (await toast.innerText()).replace(/\s+/g, " ").trim();
     if (!/not found/.test(text) || !/Set Python interpreter/.test(text)) throw new Error(`unexpected notification: "${text}"`);
     await shot(page, "wrong-interpreter");
+    let withoutPtxls = "";
+    // The commoner mistake: a real Python without ptxls installed.
+    if (SYSTEM_PYTHON && spawnSync(SYSTEM_PYTHON, ["-c", "import ptxls.server.cli"]).status !== 0) {
+      await runCommand(page, "Notifications: Clear All Notifications");
+      writeWorkspaceSettings(workspace, SYSTEM_PYTHON);
+      const notInstalled = page.locator(".notifications-toasts .notification-toast.notification-fade-in-done", { hasText: "is not installed" }).first();
+      await notInstalled.waitFor({ timeout: SLOW });
+      withoutPtxls = (await notInstalled.innerText()).replace(/\s+/g, " ").trim();
+      if (!withoutPtxls.includes(`${SYSTEM_PYTHON} -m pip install`)) throw new Error(`unexpected notification: "${withoutPtxls}"`);
+      await shot(page, "ptxls-not-installed");
+    }
     // Back to the right interpreter: the server comes back by itself.
     writeWorkspaceSettings(workspace, PYTHON);
     await page.locator(".statusbar-item", { hasText: "ptxas" }).first().waitFor({ timeout: SLOW });
-    return `notification: "${text}"; server back after the setting was restored`;
+    return `notification: "${text}"${withoutPtxls ? `; for ${SYSTEM_PYTHON}: "${withoutPtxls}"` : ""}; server back after the setting was restored`;
   });
 }
+
+// A Python that exists but (normally) lacks ptxls, for the "not installed" notification.
+const SYSTEM_PYTHON = ["/usr/bin/python3", "/usr/local/bin/python3"].find((p) => existsSync(p) && resolve(p) !== resolve(PYTHON));
 
 // A value that cannot occur by chance, so finding it anywhere is a leak.
 const API_KEY = `sk-ptxls-e2e-${process.pid}-${Date.now()}`;
@@ -267,10 +294,7 @@ async function askServer(workspace) {
     const cuPath = join(workspace, "vec_add.cu");
     const cuUri = probe.open(cuPath, "cuda-cpp");
     const cuText = readFileSync(cuPath, "utf8");
-    const candidates = [
-      ...hoverCandidates(fixedText).map((p) => ({ ...p, file: "broken.ptx", uri: brokenUri })),
-      ...kernelNamePositions(cuText).map((p) => ({ ...p, file: "vec_add.cu", uri: cuUri })),
-    ];
+    const candidates = hoverCandidates(fixedText).map((p) => ({ ...p, file: "broken.ptx", uri: brokenUri }));
     const hoverAt = async (c) => {
       const answer = await probe.request("textDocument/hover", { textDocument: { uri: c.uri }, position: { line: c.line, character: c.column } });
       return answer && hoverText(answer).trim() ? { file: c.file, line: c.line, column: c.column, text: hoverText(answer) } : null;
@@ -280,15 +304,18 @@ async function askServer(workspace) {
       hover = await hoverAt(c);
       if (hover) break;
     }
-    // GPU test results are hovers on the kernel's name once a test ran (with "no GPU" as the
-    // result on a machine without one): run it as the person will, then ask again.
-    // vec_add.cu first: its test spec follows from the signature, so the result is a real
-    // verdict ("no GPU" here); broken.ptx has no spec.
-    const testTarget = candidates.find((c) => c.file === "vec_add.cu" && c.kernel) ?? candidates.find((c) => c.kernel);
-    if (!hover && testTarget) {
-      const result = await probe.request("workspace/executeCommand", { command: "ptxls.runGpuTest", arguments: [testTarget.uri, testTarget.kernel] }, 300_000).catch(() => null);
-      hover = await hoverAt(testTarget);
-      if (hover) hover.afterGpuTest = { kernel: testTarget.kernel, summary: result?.summary ?? "" };
+    // GPU test results are hovers on the kernel's name once a test ran ("no GPU" is the
+    // verdict on a machine without one). vec_add.cu: its test spec follows from the signature.
+    const cuKernel = kernelNamePositions(cuText)[0];
+    let gpuHover = null;
+    let gpuTestSummary = null;
+    if (cuKernel) {
+      const target = { ...cuKernel, file: "vec_add.cu", uri: cuUri };
+      const before = await hoverAt(target);
+      const result = await probe.request("workspace/executeCommand", { command: "ptxls.runGpuTest", arguments: [cuUri, cuKernel.kernel] }, 300_000).catch((e) => ({ summary: e.message }));
+      gpuTestSummary = result?.summary ?? null;
+      const after = await hoverAt(target);
+      if (after && after.text !== before?.text && gpuTestSummary) gpuHover = { ...after, summary: gpuTestSummary };
     }
 
     const kernel = kernelNamePositions(cuText)[0];
@@ -307,6 +334,8 @@ async function askServer(workspace) {
       fix,
       status: statusMessage?.params ?? null,
       hover,
+      gpuHover,
+      gpuTestSummary,
       hoverProbes: candidates.map((c) => `${c.file}:${c.line + 1}:${c.column + 1}`),
       action: match ? { ...kernel, kind: match.kind ?? "quickfix" } : null,
       actionTitles: actions.map((a) => a.title),
@@ -345,23 +374,28 @@ function applyFix(text, fix) {
   return lines.join("\n");
 }
 
-// An opcode, a special register, the kernel name: what a person hovers first in PTX.
+// A register operand, a parameter, the kernel name, an opcode: what a person hovers first in PTX.
 function hoverCandidates(ptx) {
   const positions = [];
   const lines = ptx.split("\n");
   const firstMatch = (re) => {
     for (let line = 0; line < lines.length; line++) {
-      const m = re.exec(lines[line]);
+      const m = re.exec(lines[line].replace(/\/\/.*$/, ""));
       if (m) return { line, column: m.index + m[0].indexOf(m[1]) };
     }
     return null;
   };
-  for (const re of [/\.entry\s+([A-Za-z_]\w*)/, /^\s+(ld)\.global/, /^\s+(mad)\./, /(%tid)\.x/, /^\s+(mov)\./]) {
+  const patterns = [
+    /^\s+[a-z][\w.]*\s+(%(?:rd|r|f|p)\d+)/, // the destination of the first instruction
+    /\[([A-Za-z_]\w*_param_\w*)\]/, // a kernel parameter
+    /\.entry\s+([A-Za-z_]\w*)/,
+    /^\s+(ld)\.global/,
+    /^\s+(mad)\./,
+  ];
+  for (const re of patterns) {
     const p = firstMatch(re);
     if (p) positions.push(p);
   }
-  const entry = /\.entry\s+([A-Za-z_]\w*)/.exec(ptx);
-  if (entry && positions[0]) positions[0].kernel = entry[1];
   return positions;
 }
 
@@ -422,6 +456,21 @@ async function showProblems(page) {
   }
 }
 
+async function showHover(page, file, line, column, text, shotName) {
+  await openFromExplorer(page, file);
+  await clickEditor(page);
+  await goToLine(page, line + 1, column + 1);
+  await hoverAtCursor(page);
+  const hover = page.locator(".monaco-hover:visible").first();
+  // Compared as plain words: the rendered hover has no markdown, and inline code is split
+  // into elements of its own.
+  const expected = firstWords(text);
+  await waitFor(async () => plainWords(await hover.innerText().catch(() => "")).includes(expected), `a hover containing "${expected}"`, SLOW);
+  await shot(page, shotName);
+  await page.keyboard.press("Escape");
+  return `hover at ${file}:${line + 1}:${column + 1}: "${firstWords(text)}…"`;
+}
+
 // Points the mouse at the character after the text cursor, as a person hovering would;
 // falls back to the keyboard's "Show or Focus Hover" if no hover appears.
 async function hoverAtCursor(page) {
@@ -458,9 +507,11 @@ const README_SHOTS = {
   fixed: "vscode-fixed.png",
   "status-bar": "vscode-status-bar.png",
   hover: "vscode-hover.png",
+  "gpu-hover": "vscode-gpu-test-hover.png",
   "code-action-menu": "vscode-code-action.png",
   lowered: "vscode-lowered.png",
   "wrong-interpreter": "vscode-wrong-interpreter.png",
+  "ptxls-not-installed": "vscode-ptxls-not-installed.png",
 };
 const readmeShots = [];
 
@@ -636,11 +687,14 @@ async function step(name, body) {
   }
 }
 
-function firstWords(text) {
-  // Markdown markup and code fences differ from what the hover renders; match plain words.
+function plainWords(text) {
+  // Markdown markup and code fences differ from what the hover renders; compare plain words.
   // (`_` only as emphasis at a word's edge: vec_add keeps its underscore.)
-  const plain = text.replace(/```\w*|[`*#>|]/g, " ").replace(/(^|\s)_+|_+(?=\s|$)/g, "$1 ").replace(/\s+/g, " ").trim();
-  return plain.split(" ").slice(0, 4).join(" ");
+  return text.replace(/```\w*|[`*#>|]/g, "").replace(/(^|\s)_+|_+(?=\s|$)/g, "$1 ").replace(/\s+/g, " ").trim();
+}
+
+function firstWords(text) {
+  return plainWords(text).split(" ").slice(0, 4).join(" ");
 }
 
 
