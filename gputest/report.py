@@ -184,11 +184,11 @@ def failure_feedback(report: TestReport) -> str:
     if report.passed:
         return f"GPU test of {report.kernel} passed all {len(report.cases)} cases."
     lines = [f"GPU test of kernel {report.kernel} failed ({report.status})."]
-    if report.summary:
+    bad = report.failing_case
+    if report.summary and bad is None:  # with a failing case, its messages say it all below
         lines.append(report.summary)
     lines += [str(p) for p in report.problems]
     ok = [str(c.n) for c in report.cases if c.passed]
-    bad = report.failing_case
     if bad is not None:
         lines.append(
             f"Case n={bad.n} (case {bad.index + 1} of {len(report.sizes)}, seed {bad.seed}), "
