@@ -162,6 +162,21 @@ async function runScenario(page, workspace, oracle) {
     return `notification "${firstWords(summary)}…"; ${await showHover(page, file, line, column, text, "gpu-hover")}`;
   });
 
+  await step("\"ptxls: Show PTX for this kernel\" opens the kernel's PTX", async () => {
+    if (!oracle.showPtx?.ok) return skip(`the server does not answer ptxls.showPtx (${oracle.showPtx?.error ?? "not asked"})`);
+    const kernel = kernelNamePositions(readFileSync(join(workspace, "vec_add.cu"), "utf8"))[0];
+    await openFromExplorer(page, "vec_add.cu");
+    await clickEditor(page);
+    await goToLine(page, kernel.line + 1, kernel.column + 1);
+    const tabsBefore = await page.locator(".tabs-container .tab").count();
+    await runCommand(page, "ptxls: Show PTX for this kernel");
+    // A new editor with PTX in it (the server's answer, or a file it wrote and returned).
+    await waitFor(async () => (await page.locator(".tabs-container .tab").count()) > tabsBefore, "a new editor tab", SLOW);
+    await page.locator(".editor-group-container .monaco-editor .view-lines", { hasText: ".entry" }).first().waitFor({ timeout: SLOW });
+    await shot(page, "show-ptx");
+    return "an editor with the PTX of vec_add opened";
+  });
+
   await step(`code action "${ACTION_TITLE}" creates vec_add.ptx`, async () => {
     if (!oracle.action) return skip(`the server offers no "${ACTION_TITLE}" code action in vec_add.cu (offers: ${oracle.actionTitles.join("; ") || "none"})`);
     const created = join(workspace, "vec_add.ptx");
@@ -318,6 +333,14 @@ async function askServer(workspace) {
       if (after && after.text !== before?.text && gpuTestSummary) gpuHover = { ...after, summary: gpuTestSummary };
     }
 
+    // ptxls.showPtx (uri, kernel): answered only by servers that have it.
+    let showPtx = null;
+    if (cuKernel) {
+      showPtx = await probe
+        .request("workspace/executeCommand", { command: "ptxls.showPtx", arguments: [cuUri, cuKernel.kernel] }, 120_000)
+        .then((result) => ({ ok: true, result }), (e) => ({ ok: false, error: e.message }));
+    }
+
     const kernel = kernelNamePositions(cuText)[0];
     if (!kernel) throw new Error("vec_add.cu has no __global__ kernel");
     const actions =
@@ -336,6 +359,7 @@ async function askServer(workspace) {
       hover,
       gpuHover,
       gpuTestSummary,
+      showPtx,
       hoverProbes: candidates.map((c) => `${c.file}:${c.line + 1}:${c.column + 1}`),
       action: match ? { ...kernel, kind: match.kind ?? "quickfix" } : null,
       actionTitles: actions.map((a) => a.title),
