@@ -211,6 +211,26 @@ async function runScenario(page, workspace, oracle) {
     return "ptxls check: clean";
   });
 
+  await step("\"ptxls: Lower this kernel to PTX…\" with nvcc reports the file it wrote", async () => {
+    if (!oracle.action) return skip("the server offers no nvcc lowering");
+    const kernel = kernelNamePositions(readFileSync(join(workspace, "vec_add.cu"), "utf8"))[0];
+    await runCommand(page, "Notifications: Clear All Notifications");
+    await openFromExplorer(page, "vec_add.cu");
+    await clickEditor(page);
+    await goToLine(page, kernel.line + 1, kernel.column + 1);
+    await runCommand(page, "ptxls: Lower this kernel to PTX");
+    // The extension asks which backend.
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: "nvcc" }).first().waitFor();
+    await page.locator(".quick-input-widget input").fill("nvcc");
+    await page.keyboard.press("Enter");
+    const note = page.locator(".notifications-toasts .notification-toast", { hasText: "vec_add.ptx" }).first();
+    await note.waitFor({ timeout: SLOW });
+    const text = (await note.innerText()).replace(/\s+/g, " ").trim();
+    await shot(page, "lower-command");
+    await runCommand(page, "Notifications: Clear All Notifications");
+    return `notification: "${text}"`;
+  });
+
   await step("the API key from \"ptxls: Set LLM API key\" reaches the server, and no log", async () => {
     if (!oracle.status) return skip("the server sends no ptxls/status, so the key's arrival is not visible");
     const item = page.locator(".statusbar-item", { hasText: "ptxas" }).first();

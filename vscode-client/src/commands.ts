@@ -48,7 +48,10 @@ export function registerCommands(context: vscode.ExtensionContext, servers: Serv
     );
     if (picked) {
       const result = await forward(servers, "ptxls.lowerToPtx", [target.uri, target.kernel, picked.backend], `Lowering ${target.kernel} to PTX (${picked.label})`);
-      showSummary(result, `${target.kernel} lowered to PTX.`);
+      // The server itself warns when lowering fails; say only how a success went.
+      if (isRecord(result) && result.ok !== false) {
+        showSummary(result, `${target.kernel} lowered to PTX.`);
+      }
       await openIfDocument(result);
     }
   });
@@ -118,18 +121,16 @@ async function forward(servers: ServerManager, command: string, args: unknown[],
   );
 }
 
-// Commands may answer with PTX text, `{ptx}`, or `{uri}` of a file they wrote;
-// the server may equally have opened the result itself (window/showDocument) and return nothing.
+// Commands may answer with PTX text, `{ptx}` (also when the file could not be written:
+// the PTX is still worth seeing), or `{uri}` of a file they wrote; the server may equally
+// have opened the result itself (window/showDocument) and return nothing.
 async function openIfDocument(result: unknown): Promise<void> {
-  if (isRecord(result) && result.ok === false) {
-    return;
-  }
   if (typeof result === "string" && result.trim() !== "") {
     const document = await vscode.workspace.openTextDocument({ language: "ptx", content: result });
     await vscode.window.showTextDocument(document, { preview: false, viewColumn: vscode.ViewColumn.Beside });
   } else if (isRecord(result) && typeof result.ptx === "string") {
     await openIfDocument(result.ptx);
-  } else if (isRecord(result) && typeof result.uri === "string") {
+  } else if (isRecord(result) && result.ok !== false && typeof result.uri === "string") {
     const document = await vscode.workspace.openTextDocument(vscode.Uri.parse(result.uri));
     await vscode.window.showTextDocument(document, { preview: false, viewColumn: vscode.ViewColumn.Beside });
   }
