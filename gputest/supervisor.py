@@ -34,7 +34,10 @@ class WorkerReply:
 
 
 def default_command() -> list[str]:
-    return [sys.executable, "-m", "ptxls.gputest.worker"]
+    """The worker runs under this interpreter, or under PTXLS_GPU_PYTHON: the Python of another
+    environment, for when cuda-python (or the driver's matching bindings) lives there."""
+    python = os.environ.get("PTXLS_GPU_PYTHON") or sys.executable
+    return [python, "-m", "ptxls.gputest.worker"]
 
 
 class Supervisor:
