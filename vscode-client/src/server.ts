@@ -104,16 +104,31 @@ export class ServerManager implements vscode.Disposable {
       revealOutputChannelOn: RevealOutputChannelOn.Never,
     };
     const client = new LanguageClient("ptxls", "ptxls", serverOptions, clientOptions);
-    client.onNotification("ptxls/status", (status: ServerStatus) => this.statusBar.update(status));
+    // The server's status can arrive before start() resolves; never overwrite it with the
+    // plainer "running".
+    let hasStatus = false;
+    client.onNotification("ptxls/status", (status: ServerStatus) => {
+      hasStatus = true;
+      this.statusBar.update(status);
+    });
     client.onDidChangeState((event) => {
-      if (event.newState === State.Stopped && this.client === client) {
+      if (this.client !== client) {
+        return;
+      }
+      if (event.newState === State.Stopped) {
+        hasStatus = false;
         this.statusBar.stopped();
+      } else if (event.newState === State.Running && !hasStatus) {
+        // Also after vscode-languageclient restarted a crashed server by itself.
+        this.statusBar.running();
       }
     });
     this.client = client;
     try {
       await client.start();
-      this.statusBar.running();
+      if (!hasStatus) {
+        this.statusBar.running();
+      }
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       const problem = `The server command "${server.command}" (from ${server.origin}) failed to start: ${message}`;
