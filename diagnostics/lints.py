@@ -26,6 +26,11 @@ _SPECIAL = re.compile(
 )
 
 
+def is_special_register(name: str) -> bool:
+    """%tid, %ctaid, %laneid, %clock64, %envreg3 … — predeclared by the ISA."""
+    return bool(_SPECIAL.match(name))
+
+
 def _problem(span, message: str, severity: Severity = Severity.ERROR, code: str = "") -> Problem:
     return Problem(
         span.start.line,

@@ -60,6 +60,8 @@ def name_at(module: PtxModule, line: int, col: int) -> NameRef | None:
             return NameRef(kind, use.name, use.span, func)
     for use in func.register_uses:
         if use.span.start.line == line and _inside(use.span, line, col):
+            if is_special_register(use.name):
+                return None  # predeclared (%tid, %laneid …): the ISA docs answer for it
             return NameRef("register", use.name, use.span, func)
     for d in func.decls:
         if _inside(d.span, line, col):
@@ -71,6 +73,12 @@ def name_at(module: PtxModule, line: int, col: int) -> NameRef | None:
         if _inside(use.span, line, col):
             return NameRef("label", use.name, use.span, func)
     return None
+
+
+def is_special_register(name: str) -> bool:
+    from .lints import is_special_register as special
+
+    return special(name)
 
 
 def declaration_of(ref: NameRef, module: PtxModule) -> Decl | None:

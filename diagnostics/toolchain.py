@@ -36,7 +36,9 @@ class Tool:
     max_ptx_isa: tuple[int, int] | None = None  # highest .version it accepts (ptxas only)
 
     def describe(self) -> str:
-        isa = f", PTX ISA ≤ {self.max_ptx_isa[0]}.{self.max_ptx_isa[1]}" if self.max_ptx_isa else ""
+        isa = (
+            f", PTX ISA <= {self.max_ptx_isa[0]}.{self.max_ptx_isa[1]}" if self.max_ptx_isa else ""
+        )
         return f"{self.name} {self.version or '?'} ({self.origin}: {self.path}{isa})"
 
 

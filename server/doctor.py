@@ -97,7 +97,7 @@ def run_doctor(ptxas: str | None = None, as_json: bool = False, out=None) -> int
             "(GPU tests load cubins assembled by ptxas, so newer .version still runs)",
         )
     else:
-        w("GPU", f"no GPU: {g['reason']}")
+        w("GPU", f"no CUDA device ({g['reason']})")
         w("", "diagnostics and nvcc lowering work without one; GPU tests need a CUDA device")
     w("default -arch", f"{info['default_arch']} (setting > file's .target > local GPU > sm_90)")
     llm = info["llm"]

@@ -106,3 +106,10 @@ async def test_completion_offers_declared_registers(client: LanguageClient):
     )
     labels = {i.label for i in result.items}
     assert {"%f1", "%f2", "%f3", "%rd10", "%p1"} <= labels
+
+
+async def test_hover_on_a_special_register_is_not_called_undeclared(client: LanguageClient):
+    h = await client.text_document_hover_async(
+        types.HoverParams(text_document=doc(client), position=where("%tid.x", offset=2))
+    )
+    assert h is None or "not declared" not in h.contents.value

@@ -1,0 +1,117 @@
+""" "Show PTX for this kernel": nvcc's PTX for one kernel, with the CUDA source interleaved.
+
+nvcc ``-lineinfo`` marks every instruction group with ``.loc FILE LINE COL``; before each group
+whose source line changes we insert the source line as a comment, so a person reads the PTX
+next to the CUDA it came from (the same view godbolt gives, in the editor).
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ptxls.diagnostics.process import run_killable
+from ptxls.diagnostics.toolchain import ToolNotFound, cuda_include_dirs, find_nvcc
+
+from .nvcc_reference import select_entry
+
+_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', re.MULTILINE)
+_LOC = re.compile(r"^(\s*)\.loc\s+(\d+)\s+(\d+)\s+\d+")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+@dataclass
+class ShownPtx:
+    ok: bool
+    ptx: str = ""
+    message: str = ""
+    entry: str = ""
+    mapped_lines: int = 0  # how many source lines the view points at
+
+
+def interleave_source(ptx: str, source: str, source_name: str) -> tuple[str, int]:
+    """Insert ``// name:LINE: text`` before each .loc that moves to a new line of ``source``."""
+    main_ids = {fid for fid, path in _FILE.findall(ptx) if Path(path).name == source_name}
+    src_lines = source.splitlines()
+    out: list[str] = []
+    last = None
+    mapped: set[int] = set()
+    for line in ptx.splitlines():
+        m = _LOC.match(line)
+        if m:
+            n = int(m.group(3))
+            if m.group(2) in main_ids and n != last and 1 <= n <= len(src_lines):
+                # ptxas takes only ASCII, even in comments
+                text = _NON_ASCII.sub("?", src_lines[n - 1].strip())
+                out.append(f"{m.group(1)}// {source_name}:{n}: {text}")
+                mapped.add(n)
+                last = n
+            continue  # .loc lines (also those into headers) are noise once the comment is there
+        if (
+            line.lstrip().startswith((".file", ".section"))
+            or line.strip() == "}"
+            and out
+            and out[-1].strip().startswith(".section")
+        ):
+            continue
+        out.append(line)
+    return "\n".join(out) + "\n", len(mapped)
+
+
+def _drop_debug_sections(ptx: str) -> str:
+    """-lineinfo adds .section .debug_* blocks at the end; they are not for reading."""
+    i = ptx.find("\t.section\t.debug")
+    if i < 0:
+        i = ptx.find(".section .debug")
+    return ptx[:i].rstrip() + "\n" if i >= 0 else ptx
+
+
+async def show_ptx(
+    cu_text: str,
+    *,
+    kernel: str,
+    file_path: str | None = None,
+    arch: str = "sm_90",
+    nvcc_path: str | None = None,
+    timeout: float = 120.0,
+) -> ShownPtx:
+    try:
+        nvcc = find_nvcc(nvcc_path)
+    except ToolNotFound as e:
+        return ShownPtx(False, message=str(e))
+    name = Path(file_path).name if file_path else "input.cu"
+    includes = list(cuda_include_dirs())
+    if file_path:
+        includes.insert(0, str(Path(file_path).resolve().parent))
+    with tempfile.TemporaryDirectory(prefix="ptxls-show-") as tmp:
+        src = Path(tmp) / name
+        src.write_bytes(cu_text.encode("utf-8", errors="replace"))
+        out = Path(tmp) / "out.ptx"
+        args = [nvcc.path, "-ptx", "-lineinfo", f"-arch={arch}", "-O3", "-o", str(out)]
+        args += [f"-I{d}" for d in includes] + [str(src)]
+        try:
+            res = await run_killable(args, timeout=timeout, cwd=tmp)
+        except OSError as e:
+            return ShownPtx(False, message=f"could not start {nvcc.path}: {e}")
+        if res.timed_out:
+            return ShownPtx(False, message=f"nvcc did not finish within {timeout:g} s")
+        if res.returncode != 0 or not out.exists():
+            err = (res.stderr or res.stdout).strip().replace(tmp + "/", "")
+            return ShownPtx(False, message=f"nvcc failed:\n{err}")
+        raw = out.read_text(errors="replace")
+    selected, entry, notes = select_entry(raw, kernel, rename=False)
+    if not entry:
+        return ShownPtx(
+            False, message=notes[0] if notes else f"no kernel '{kernel}' in nvcc's output"
+        )
+    body, mapped = interleave_source(_drop_debug_sections(selected), cu_text, name)
+    header = (
+        f"// PTX of {kernel} from {name}, by {nvcc.describe()} -O3 -arch={arch} -lineinfo\n"
+        f"// Each '// {name}:N:' comment is the CUDA line the instructions below it come from.\n"
+        "// A view for reading: edits here are not written back to the source.\n"
+    )
+    return ShownPtx(
+        True, header + body, f"{kernel}: PTX with {mapped} source lines mapped", entry, mapped
+    )

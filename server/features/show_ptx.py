@@ -1,0 +1,69 @@
+"""``ptxls.showPtx(uri, kernel)``: open nvcc's PTX of one CUDA kernel, source lines interleaved.
+
+The view is written under ``.ptxls/show/`` in the workspace (never beside the user's sources)
+and opened with window/showDocument; the command answers ``{ok, summary, uri, ptx}``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.uris import to_fs_path
+
+from ptxls.diagnostics.arch import choose_arch
+from ptxls.lowering.show_ptx import show_ptx
+
+from ..app import PtxlsServer
+
+COMMAND = "ptxls.showPtx"
+
+
+def _view_folder(server: PtxlsServer, source: Path) -> Path:
+    root = server.workspace.root_path
+    base = Path(root) if root and source.is_relative_to(root) else source.parent
+    return base / ".ptxls" / "show"
+
+
+def register(server: PtxlsServer) -> None:
+    @server.command(COMMAND)
+    async def show(ls: PtxlsServer, uri: str = "", kernel: str = "", *_rest) -> dict:
+        doc = ls.open_document(uri)
+        path = to_fs_path(uri) if uri.startswith("file:") else None
+        if doc is None and path and Path(path).exists():
+            text = Path(path).read_text(errors="replace")
+        elif doc is not None:
+            text = doc.source
+        else:
+            return {
+                "ok": False,
+                "summary": f"ptxls.showPtx: {uri or '(no uri)'} is not open and not on disk",
+            }
+        if not kernel:
+            return {
+                "ok": False,
+                "summary": "ptxls.showPtx needs the kernel's name (arguments: uri, kernel)",
+            }
+        shown = await show_ptx(
+            text,
+            kernel=kernel,
+            file_path=path,
+            arch=choose_arch(ls.settings.arch, None),
+            nvcc_path=ls.settings.nvcc_path,
+        )
+        if not shown.ok:
+            return {"ok": False, "summary": shown.message}
+        result: dict = {"ok": True, "summary": shown.message, "ptx": shown.ptx}
+        if path:
+            folder = _view_folder(ls, Path(path))
+            folder.mkdir(parents=True, exist_ok=True)
+            target = folder / f"{kernel}.ptx"
+            target.write_text(shown.ptx)
+            result["uri"] = target.as_uri()
+            try:
+                await ls.window_show_document_async(
+                    types.ShowDocumentParams(uri=result["uri"], take_focus=True)
+                )
+            except Exception as e:  # a client without showDocument still gets the uri back
+                ls.log_message(f"showDocument failed: {e}")
+        return result

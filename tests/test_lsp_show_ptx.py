@@ -1,0 +1,56 @@
+"""End-to-end: "Show PTX for this kernel" opens nvcc's PTX with the CUDA lines interleaved."""
+
+from __future__ import annotations
+
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from ptxls.diagnostics.lints import lint_ptx
+
+from lsp_helpers import init_params, open_doc, server_config
+
+SOURCE = """// two kernels; only the asked one is shown
+__global__ void scale(float* x, float s, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= s;
+}
+__global__ void vec_add(const float* a, const float* b, float* c, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = a[i] + b[i];
+}
+"""
+
+
+@pytest_lsp.fixture(config=server_config())
+async def client(lsp_client: LanguageClient, tmp_path):
+    await lsp_client.initialize_session(init_params(tmp_path))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_show_ptx_maps_source_lines_and_keeps_one_kernel(client: LanguageClient, tmp_path):
+    src = tmp_path / "two.cu"
+    src.write_text(SOURCE)
+    open_doc(client, src.as_uri(), SOURCE, language="cuda-cpp")
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="ptxls.showPtx", arguments=[src.as_uri(), "vec_add"])
+    )
+    assert result["ok"], result
+    ptx = result["ptx"]
+    assert "// two.cu:8: if (i < n) c[i] = a[i] + b[i];" in ptx
+    assert "scale" not in ptx.split(".address_size")[1]  # the other kernel is left out
+    assert ".loc" not in ptx
+    assert lint_ptx(ptx) == []  # a view that ptxas would accept
+    shown = tmp_path / ".ptxls" / "show" / "vec_add.ptx"
+    assert result["uri"] == shown.as_uri() and shown.read_text() == ptx
+    assert client.shown_documents and client.shown_documents[-1].uri == shown.as_uri()
+
+
+async def test_show_ptx_unknown_kernel_is_a_clear_answer(client: LanguageClient, tmp_path):
+    src = tmp_path / "two.cu"
+    src.write_text(SOURCE)
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="ptxls.showPtx", arguments=[src.as_uri(), "nope"])
+    )
+    assert result["ok"] is False and "nope" in result["summary"]
