@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from ptxls.diagnostics import isa
-from ptxls.diagnostics.toolchain import all_tools
+from ptxls.diagnostics.isa_lints import lint_availability
+from ptxls.diagnostics.toolchain import all_tools, cuda_include_dirs
 
 DATA = json.loads(
     resources.files("ptxls.diagnostics").joinpath("data/ptx_isa.json").read_text("utf-8")
@@ -226,3 +227,196 @@ def test_example_needs_exactly_what_the_table_says(ptxas, line, tmp_path):
     elif req.target and _target_below(req.target):
         errs = errors_on_line(ptxas, newest, _target_below(req.target), line, tmp_path)
         assert any("requires .target" in e or "not supported" in e for e in errs), errs
+
+
+# --- the availability lint -----------------------------------------------------------------------
+
+KERNELS = Path(__file__).parent / "data" / "cuda_kernels"
+
+# Kernels that use the newer instructions the lint knows about, compiled by nvcc for the oldest
+# target that has them: the lint must stay silent on what nvcc itself writes.
+MODERN_CU = {
+    "sm_80": r"""
+#include <cuda_pipeline.h>
+#include <mma.h>
+using namespace nvcuda;
+__global__ void modern(const float* in, float* out, unsigned* hist, double* acc, const half* a,
+                       const half* b, float* c) {
+    __shared__ float tile[256];
+    __pipeline_memcpy_async(&tile[threadIdx.x], &in[blockIdx.x * 256 + threadIdx.x], 4);
+    __pipeline_commit();
+    __pipeline_wait_prior(0);
+    __syncthreads();
+    unsigned v = __float_as_uint(tile[threadIdx.x]);
+    unsigned s = __reduce_add_sync(0xffffffffu, v);
+    float x = __shfl_xor_sync(0xffffffffu, tile[threadIdx.x], 1);
+    unsigned m = __match_any_sync(0xffffffffu, v);
+    atomicAdd(acc, (double)x);
+    atomicAdd(&hist[v & 255], s + m);
+    __nanosleep(100);
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> fa;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::col_major> fb;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> fc;
+    wmma::fill_fragment(fc, 0.0f);
+    wmma::load_matrix_sync(fa, a, 16);
+    wmma::load_matrix_sync(fb, b, 16);
+    wmma::mma_sync(fc, fa, fb, fc);
+    wmma::store_matrix_sync(c, fc, 16, wmma::mem_row_major);
+    out[blockIdx.x * 256 + threadIdx.x] = x + __int_as_float(__activemask());
+}
+""",
+    "sm_90a": r"""
+__global__ void __launch_bounds__(256) hopper(float* out) {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    asm volatile("wgmma.fence.sync.aligned;");
+    asm volatile("wgmma.commit_group.sync.aligned;");
+    asm volatile("wgmma.wait_group.sync.aligned 0;");
+    asm volatile("griddepcontrol.wait;");
+    unsigned rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    out[threadIdx.x] = rank;
+}
+""",
+}
+
+
+def _nvccs():
+    tools = all_tools("nvcc")
+    return tools or [
+        pytest.param(None, marks=pytest.mark.skip(reason="no nvcc (pip install nvidia-cuda-nvcc)"))
+    ]
+
+
+def _nvcc_ptx(nvcc, cu: Path, arch: str, tmp_path: Path) -> str:
+    out = tmp_path / (cu.stem + ".ptx")
+    includes = [f"-I{d}" for d in cuda_include_dirs()]
+    subprocess.run(
+        [nvcc.path, "-ptx", f"-arch={arch}", "-O3", *includes, str(cu), "-o", str(out)],
+        check=True,
+        capture_output=True,
+        timeout=180,
+    )
+    return out.read_text()
+
+
+NVCC_IDS = {"ids": lambda t: f"nvcc-{t.version}-{t.origin.split()[0]}" if t else "none"}
+
+
+@pytest.mark.parametrize("nvcc", _nvccs(), **NVCC_IDS)
+@pytest.mark.parametrize("cu", sorted(KERNELS.glob("*.cu")), ids=lambda p: p.stem)
+def test_availability_lint_is_silent_on_nvcc_output(nvcc, cu, tmp_path):
+    ptx = _nvcc_ptx(nvcc, cu, "sm_75", tmp_path)
+    assert ".entry" in ptx
+    assert lint_availability(ptx) == []
+
+
+@pytest.mark.parametrize("nvcc", _nvccs(), **NVCC_IDS)
+@pytest.mark.parametrize("arch", sorted(MODERN_CU))
+def test_availability_lint_is_silent_on_nvcc_output_with_new_instructions(nvcc, arch, tmp_path):
+    cu = tmp_path / f"modern_{arch}.cu"
+    cu.write_text(MODERN_CU[arch])
+    ptx = _nvcc_ptx(nvcc, cu, arch, tmp_path)
+    # The kernels really contain the instructions the lint checks.
+    for opcode in (
+        ("cp.async", "redux.sync", "match.any.sync", "wmma.mma", "nanosleep")
+        if arch == "sm_80"
+        else ("setmaxnreg", "wgmma.fence", "griddepcontrol")
+    ):
+        assert opcode in ptx, opcode
+    assert lint_availability(ptx) == []
+
+
+LINT_CASES = [
+    # (version, target, instruction, code)
+    ("8.0", "sm_90", "wgmma.fence.sync.aligned;", "needs-arch-specific-target"),
+    (
+        "8.0",
+        "sm_90",
+        "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%f1,%f2,%f3,%f4}, %rd1, %rd2, %p1, 1, 1, 0, 0;",
+        "needs-arch-specific-target",
+    ),
+    ("8.0", "sm_90", "setmaxnreg.inc.sync.aligned.u32 64;", "needs-arch-specific-target"),
+    ("8.6", "sm_100", "setmaxnreg.inc.sync.aligned.u32 64;", "needs-arch-specific-target"),
+    ("7.0", "sm_75", "cp.async.ca.shared.global [smem], [%rd1], 16;", "needs-newer-target"),
+    ("7.0", "sm_75", "redux.sync.add.u32 %r1, %r2, 0xffffffff;", "needs-newer-target"),
+    ("6.5", "sm_75", "redux.sync.add.u32 %r1, %r2, 0xffffffff;", "needs-newer-ptx-isa"),
+    ("7.0", "sm_90", "stmatrix.sync.aligned.m8n8.x1.shared.b16 [%r2], {%r1};", "needs-newer-ptx-isa"),
+    ("8.0", "sm_80", "elect.sync %r1|%p1, 0xffffffff;", "needs-newer-target"),
+    ("7.8", "sm_90", "elect.sync %r1|%p1, 0xffffffff;", "needs-newer-ptx-isa"),
+    ("7.0", "sm_80", "mbarrier.try_wait.shared.b64 %p1, [smem], %rd1;", "needs-newer-ptx-isa"),
+    ("8.0", "sm_86", "griddepcontrol.wait;", "needs-newer-target"),
+    ("7.8", "sm_75", "ld.shared::cluster.u32 %r1, [%r2];", "needs-newer-target"),
+    ("7.0", "sm_75", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f1,%f2,%f3,%f4}, {%r1,%r2,%r3,%r4}, {%r5,%r6}, {%f5,%f6,%f7,%f8};", "needs-newer-target"),
+    ("6.0", "sm_52", "atom.global.add.f64 %fd1, [%rd1], %fd2;", "needs-newer-target"),
+    ("4.3", "sm_52", "atom.global.add.f64 %fd1, [%rd1], %fd2;", "needs-newer-ptx-isa"),
+]  # fmt: skip
+
+PROGRAM = """// availability lint case
+.version {version}
+.target {target}
+.address_size 64
+
+.visible .entry k(.param .u64 p)
+{{
+    .reg .b32 %r<10>; .reg .b64 %rd<10>; .reg .f32 %f<10>; .reg .pred %p<4>;
+    .reg .b16 %h<10>; .reg .f64 %fd<10>;
+    .shared .align 16 .b8 smem[1024];
+$L__BB0_1:
+    @%p1 {line}
+    ret;
+}}
+"""
+CASE_LINE = 11  # 0-based line of {line}
+
+
+@pytest.mark.parametrize("version, target, line, code", LINT_CASES, ids=lambda x: str(x)[:24])
+def test_availability_lint_finds_it_on_the_opcode(version, target, line, code):
+    text = PROGRAM.format(version=version, target=target, line=line)
+    (p,) = lint_availability(text)
+    assert p.code == code and p.source == "ptxls"
+    opcode = line.split()[0].rstrip(";")
+    assert (p.line, text.splitlines()[p.line][p.col : p.end_col]) == (CASE_LINE, opcode)
+    assert target in p.message or version in p.message
+
+
+@pytest.mark.parametrize("ptxas", _ptxases(), ids=lambda t: f"ptxas-{t.version}" if t else "none")
+@pytest.mark.parametrize("version, target, line, code", LINT_CASES, ids=lambda x: str(x)[:24])
+def test_ptxas_rejects_every_case_the_lint_reports(ptxas, version, target, line, code, tmp_path):
+    if isa.parse_version(version) > ptxas.max_ptx_isa:
+        pytest.skip(f"{ptxas.describe()} predates .version {version}")
+    src = tmp_path / "case.ptx"
+    src.write_text(PROGRAM.format(version=version, target=target, line=line))
+    # ptxas 13 assembles for sm_75 and later; the .target check does not depend on -arch.
+    arch = target if isa.sm_number(target) >= 75 else "sm_75"
+    proc = subprocess.run(
+        [ptxas.path, f"-arch={arch}", str(src), "-o", "/dev/null"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode != 0
+    assert f"line {CASE_LINE + 1};" in proc.stderr, proc.stderr
+
+
+def test_the_same_instructions_pass_when_the_header_allows_them():
+    for *_, line, _code in LINT_CASES:
+        ok_target = "sm_90a" if "wgmma" in line or "setmaxnreg" in line else "sm_90"
+        text = PROGRAM.format(version="8.8", target=ok_target, line=line)
+        assert lint_availability(text) == [], line
+
+
+def test_comments_and_unknown_opcodes_are_left_alone():
+    text = PROGRAM.format(
+        version="6.0",
+        target="sm_50",
+        line="frobnicate.u32 %r1;\n    // redux.sync.add.u32 %r1, %r2, 0xffffffff;\n"
+        "    /* cp.async.ca.shared.global [smem], [%rd1], 16; */",
+    )
+    assert lint_availability(text) == []
+
+
+@pytest.mark.parametrize(
+    "junk", ["", "{", "}}}", ".version 7.0\n.target sm_75\n{ redux.sync", "\x00"]
+)
+def test_availability_lint_never_raises(junk):
+    lint_availability(junk)

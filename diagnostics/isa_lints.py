@@ -1,0 +1,141 @@
+"""Availability lint: an instruction that needs a newer ``.version`` or ``.target`` than the file
+declares (``redux.sync`` under ``.target sm_75``, ``wgmma.mma_async`` under ``sm_90`` instead of
+``sm_90a``, ``stmatrix`` under ``.version 7.0``).
+
+It fires only where it is certain: a requirement counts only if the instruction table carries an
+example for it, and tests/test_isa.py proves with real ptxas that each such example is accepted at
+that minimum and rejected just below it. Everything else (unknown opcodes, variants without a
+checked example, targets without a number) is left to ptxas.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+from . import isa
+from .model import Problem, Severity
+from .ptx_parse import PtxModule, blank_comments, parse_ptx
+
+SOURCE = "ptxls"
+
+# An instruction starts a statement: after '{', '}' or ';', past any labels and a guard
+# (@%p / @!%p). Its opcode token is lower-case letters, digits and dotted modifiers (with ::).
+_INSTRUCTION = re.compile(
+    r"(?<=[;{}])[ \t\r\n]*(?:[A-Za-z_$][\w$]*[ \t]*:(?!:)[ \t\r\n]*)*"
+    r"(?:@!?%?[\w$]+[ \t\r\n]+)?([a-z][a-z0-9_]*(?:\.[\w:]+)*)"
+)
+
+
+def _checked_requirement(token: str) -> isa.Requirement | None:
+    """The requirement of ``token`` counting only parts that carry a ptxas-checked example."""
+    found = isa.split_opcode(token)
+    if found is None:
+        return None
+    op, mods = found
+    present = set(mods)
+    isa_req: isa.Version | None = None
+    target: str | None = None
+    why: list[str] = []
+    if op.example:
+        isa_req = min(op.isa, op.ptxas_isa) if op.ptxas_isa else op.isa
+        target = op.target
+        why.append(op.name)
+    for v in op.variants:
+        if v.example and all(w in present for w in v.when):
+            if isa_req is None or v.isa > isa_req:
+                isa_req = v.isa
+            if v.target and (isa.sm_number(v.target) or 0) > (isa.sm_number(target) or 0):
+                target = v.target
+            why.append(op.name + "".join(v.when))
+    if isa_req is None:
+        return None
+    return isa.Requirement(
+        isa_req, target, op.arch_specific if op.example else (), because=why[-1] if why else ""
+    )
+
+
+def _offset_of(starts: list[int], line: int, col: int) -> int:
+    return starts[line] + col if line < len(starts) else starts[-1]
+
+
+def lint_availability(text: str, module: PtxModule | None = None) -> list[Problem]:
+    """Instructions the file's own ``.version``/``.target`` cannot have. Never raises."""
+    if module is None:
+        module, _ = parse_ptx(text)
+    version = module.version
+    target = module.arch
+    target_n = isa.sm_number(target)
+    if version is None and target_n is None:
+        return []
+    clean = blank_comments(text)
+    starts = [0] + [m.end() for m in re.finditer("\n", clean)]
+    problems: list[Problem] = []
+    for func in module.functions:
+        if func.body is None:
+            continue
+        begin = _offset_of(starts, func.body.start.line, func.body.start.col)
+        end = _offset_of(starts, func.body.end.line, func.body.end.col)
+        for m in _INSTRUCTION.finditer(clean, begin, end):
+            token = m.group(1)
+            req = _checked_requirement(token)
+            if req is None:
+                continue
+            message = _unavailable(token, req, version, target, target_n)
+            if message:
+                line = bisect.bisect_right(starts, m.start(1)) - 1
+                col = m.start(1) - starts[line]
+                problems.append(
+                    Problem(
+                        line,
+                        col,
+                        col + len(token),
+                        Severity.ERROR,
+                        message[1],
+                        SOURCE,
+                        code=message[0],
+                    )
+                )
+    return problems
+
+
+def _v(v: isa.Version) -> str:
+    return f"{v[0]}.{v[1]}"
+
+
+def _unavailable(
+    token: str,
+    req: isa.Requirement,
+    version: isa.Version | None,
+    target: str | None,
+    target_n: int | None,
+) -> tuple[str, str] | None:
+    """(code, message) when the declared header cannot have ``token``; None when it can or we
+    cannot be sure."""
+    name = req.because
+    if version is not None and version < req.isa:
+        return (
+            "needs-newer-ptx-isa",
+            f"'{name}' needs PTX ISA {_v(req.isa)} (.version {_v(req.isa)} or later); "
+            f"this file declares .version {_v(version)}",
+        )
+    if target is None or target_n is None:
+        return None
+    if req.arch_specific:
+        # Architecture-specific features exist only on the suffixed targets listed; a plain
+        # target (no a/f suffix) never has them.
+        if target[-1] not in "af" or target_n < min(isa.sm_number(t) for t in req.arch_specific):
+            wanted = req.arch_specific[0]
+            return (
+                "needs-arch-specific-target",
+                f"'{name}' is architecture-specific (only on {', '.join(req.arch_specific)}); "
+                f".target {target} does not have it: use .target {wanted}",
+            )
+        return None
+    need = isa.sm_number(req.target)
+    if need is not None and target_n < need:
+        return (
+            "needs-newer-target",
+            f"'{name}' needs .target {req.target} or later; this file declares .target {target}",
+        )
+    return None
