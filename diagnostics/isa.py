@@ -199,7 +199,7 @@ def modifier_meaning(modifier: str, op: Opcode | None = None) -> str | None:
 def _hover_opcode(op: Opcode, mods: list[str]) -> str:
     req = requirement(op.name + "".join(mods))
     lines = [f"**{op.name}** — {op.summary}", "", f"`{op.syntax}`", ""]
-    for m in mods:
+    for m in dict.fromkeys(mods):  # .bf16.bf16 (A and B types) explained once
         meaning = modifier_meaning(m, op)
         lines.append(f"- `{m}`: {meaning}" if meaning else f"- `{m}`")
     if mods:

@@ -11,6 +11,7 @@ checked example, targets without a number) is left to ptxas.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 
 from . import isa
@@ -27,6 +28,7 @@ _INSTRUCTION = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=4096)  # a kernel repeats a few hundred distinct tokens
 def _checked_requirement(token: str) -> isa.Requirement | None:
     """The requirement of ``token`` counting only parts that carry a ptxas-checked example."""
     found = isa.split_opcode(token)
@@ -103,6 +105,7 @@ def _v(v: isa.Version) -> str:
     return f"{v[0]}.{v[1]}"
 
 
+@functools.lru_cache(maxsize=4096)
 def _unavailable(
     token: str,
     req: isa.Requirement,
