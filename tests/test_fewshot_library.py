@@ -7,6 +7,7 @@ import asyncio
 import json
 
 import pytest
+
 from ptxls.diagnostics.ptx_parse import parse_ptx
 from ptxls.diagnostics.toolchain import all_tools
 from ptxls.fewshot.library import KERNELS_DIR, load_examples

@@ -20,6 +20,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
+
 from ptxls.lowering import settings as llm_settings
 from ptxls.lowering.service import LowerJob, lower
 from ptxls.lowering.sources import kernels_in, language_of
