@@ -14,7 +14,8 @@ functions named in ``ArchLimits``): registers are allocated per warp in units of
 over 4 sub-partitions; shared memory is allocated per block in units of 128 bytes (256 on
 Volta/Turing) plus 1 KB the driver reserves per block from Ampere on. The per-SM totals (resident
 threads, shared memory, opt-in shared memory per block) are the CUDA C++ Programming Guide's
-"Technical Specifications per Compute Capability" table. Only static shared memory is known
+"Technical Specifications per Compute Capability" table (sm_87, whose row we could not confirm,
+is left out rather than guessed). Only static shared memory is known
 from ptxas; dynamic shared memory is whatever the launch passes, so it can be given.
 """
 
@@ -23,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .ptx_parse import parse_ptx
+from .ptx_parse import parse_ptx, scan_header
 from .ptxas_run import run_ptxas
 from .toolchain import find_ptxas
 
@@ -60,7 +61,6 @@ ARCH_LIMITS: dict[int, ArchLimits] = {
     75: ArchLimits(1024, 16, 64 * _KB, 64 * _KB, 0, 256, 2),
     80: ArchLimits(2048, 32, 164 * _KB, 163 * _KB, _KB, 128, 2),
     86: ArchLimits(1536, 16, 100 * _KB, 99 * _KB, _KB, 128, 1),
-    87: ArchLimits(2048, 16, 164 * _KB, 163 * _KB, _KB, 128, 1),
     89: ArchLimits(1536, 24, 100 * _KB, 99 * _KB, _KB, 128, 1),
     90: ArchLimits(2048, 32, 228 * _KB, 227 * _KB, _KB, 128, 2),
     100: ArchLimits(2048, 32, 228 * _KB, 227 * _KB, _KB, 128, 2),
@@ -283,8 +283,6 @@ async def usage_report(
 ) -> UsageReport:
     """Run ``ptxas -v`` on ``text`` for ``arch``. Raises ToolNotFound when there is no ptxas and
     OSError when it cannot start; PTX that ptxas rejects comes back as ``error``."""
-    from .ptx_parse import scan_header
-
     version, _ = scan_header(text)
     tool = find_ptxas(ptxas_path, needs_isa=version)
     run = await run_ptxas(text, tool=tool, arch=arch, extra_args=("-v",), timeout=timeout)
