@@ -176,12 +176,18 @@ class Supervisor:
         return f"exit code {code}" + (f"\n{tail}" if tail else "")
 
 
-_shared: Supervisor | None = None
+_shared: tuple[asyncio.AbstractEventLoop | None, Supervisor] | None = None
 
 
 def shared_supervisor() -> Supervisor:
-    """The process-wide warm worker (the server and CLI use this one)."""
+    """The warm worker of the running event loop (the server and CLI use this one). Its pipes
+    belong to the loop that started it, so a new loop (a second ``asyncio.run`` in one process)
+    gets a supervisor of its own."""
     global _shared
-    if _shared is None:
-        _shared = Supervisor()
-    return _shared
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    if _shared is None or _shared[0] is not loop:
+        _shared = (loop, Supervisor())
+    return _shared[1]

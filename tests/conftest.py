@@ -5,4 +5,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from lsp_helpers import *  # noqa: E402,F403 — older tests import the helpers from conftest
+try:  # older tests import the LSP helpers from conftest; the GPU machine has no pytest-lsp
+    from lsp_helpers import *  # noqa: E402,F403
+except ImportError:
+    pass
