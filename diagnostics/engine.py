@@ -11,11 +11,13 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 
 from .arch import choose_arch
+from .isa_lints import lint_availability
 from .lints import lint_ptx
 from .model import CheckResult, Problem, Severity
 from .ptx_parse import PtxModule, parse_ptx, scan_header
 from .ptxas_output import parse_ptxas_output, place_messages
 from .ptxas_run import run_ptxas
+from .resources import block_size_hints_of, parse_ptxas_verbose
 from .toolchain import Tool, ToolNotFound, find_ptxas
 
 MAX_PROBLEMS = 500
@@ -28,6 +30,9 @@ class PtxCheckOptions:
     timeout: float = 60.0
     max_problems: int = MAX_PROBLEMS
     file_name: str = "input.ptx"
+    # ptxas -v: registers, spills, shared memory per entry (CheckResult.usage); costs ptxas
+    # nothing measurable, and the editor shows it on the .entry line
+    verbose: bool = False
 
 
 class PtxasUnavailable(Exception):
@@ -51,8 +56,20 @@ def merge(lints: list[Problem], tool_problems: list[Problem], cap: int) -> list[
     Exact duplicates (ptxas repeats itself across passes) are merged; the list is capped."""
     seen: set[tuple] = set()
     merged: list[Problem] = []
-    tool_spans = {(p.line, p.col, p.end_col) for p in tool_problems if p.severity is Severity.ERROR}
-    for p in tool_problems + [q for q in lints if (q.line, q.col, q.end_col) not in tool_spans]:
+    tool_errors = [p for p in tool_problems if p.severity is Severity.ERROR]
+
+    def said_by_ptxas(q: Problem) -> bool:
+        for t in tool_errors:
+            if t.line != q.line:
+                continue
+            if (t.col, t.end_col) == (q.col, q.end_col):
+                return True
+            # ptxas marks 'redux' where the availability lint marks 'redux.sync.add.u32'
+            if (q.code or "").startswith("needs-") and t.col < q.end_col and q.col < t.end_col:
+                return True
+        return False
+
+    for p in tool_problems + [q for q in lints if not said_by_ptxas(q)]:
         key = (p.line, p.col, p.end_col, p.severity, p.message)
         if key in seen:
             continue
@@ -79,7 +96,7 @@ def merge(lints: list[Problem], tool_problems: list[Problem], cap: int) -> list[
 def instant_check(text: str) -> tuple[PtxModule, list[Problem]]:
     """The in-process part alone: fast enough to publish before ptxas answers."""
     module, _ = parse_ptx(text)
-    return module, lint_ptx(text, module)
+    return module, lint_ptx(text, module) + lint_availability(text, module)
 
 
 # Below this size the in-process checks take well under a millisecond: run them in the loop
@@ -104,16 +121,23 @@ async def check_ptx(
     arch = choose_arch(opts.arch, target)
     result = CheckResult(tool=tool.describe(), arch=arch)
     ptxas_job = asyncio.ensure_future(
-        run_ptxas(text, tool=tool, arch=arch, timeout=opts.timeout, file_name=opts.file_name)
+        run_ptxas(
+            text,
+            tool=tool,
+            arch=arch,
+            timeout=opts.timeout,
+            file_name=opts.file_name,
+            extra_args=("-v",) if opts.verbose else (),
+        )
     )
     try:
         if lints is None:
             if len(text) < INLINE_LINT_BYTES:
-                _, lint_problems = instant_check(text)
+                module, lint_problems = instant_check(text)
             else:
-                _, lint_problems = await asyncio.to_thread(instant_check, text)
+                module, lint_problems = await asyncio.to_thread(instant_check, text)
         else:
-            _, lint_problems = await lints
+            module, lint_problems = await lints
         run = await ptxas_job
     except OSError as e:
         raise PtxasUnavailable(f"could not start {tool.path}: {e}") from None
@@ -156,4 +180,9 @@ async def check_ptx(
             )
         )
     result.problems = merge(lint_problems, tool_problems, opts.max_problems)
+    if opts.verbose and run.returncode == 0:
+        result.usage = parse_ptxas_verbose(run.stderr + "\n" + run.stdout, arch)
+        hints = block_size_hints_of(module)
+        for u in result.usage:
+            u.block_size_hint = hints.get(u.name)
     return result

@@ -44,6 +44,7 @@ class CheckResult:
     arch: str = ""
     notes: list[str] = field(default_factory=list)  # things to tell the user once, not per line
     ran_tool: bool = True  # False when only in-process checks ran (e.g. save-only mode)
+    usage: list = field(default_factory=list)  # resources.EntryUsage per function, with -v
 
     @property
     def error_count(self) -> int:

@@ -257,6 +257,10 @@ def parse_ptxas_verbose(output: str, arch: str = "") -> list[EntryUsage]:
 def block_size_hints(text: str) -> dict[str, int]:
     """Threads per block each entry declares (.reqntid, else .maxntid), by entry name."""
     module, _ = parse_ptx(text)
+    return block_size_hints_of(module)
+
+
+def block_size_hints_of(module) -> dict[str, int]:  # noqa: ANN001 - a PtxModule
     hints = {}
     for f in module.entries:
         for key in ("reqntid", "maxntid"):

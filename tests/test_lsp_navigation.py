@@ -113,3 +113,19 @@ async def test_hover_on_a_special_register_is_not_called_undeclared(client: Lang
         types.HoverParams(text_document=doc(client), position=where("%tid.x", offset=2))
     )
     assert h is None or "not declared" not in h.contents.value
+
+
+async def test_hover_on_the_entry_name_shows_ptxas_resources(client: LanguageClient):
+    h = await client.text_document_hover_async(
+        types.HoverParams(text_document=doc(client), position=where("vec_add(", offset=2))
+    )
+    assert h is not None
+    assert "registers: 12 per thread" in h.contents.value  # what ptxas -v says for this kernel
+    assert "occupancy" in h.contents.value
+
+
+async def test_hover_on_an_opcode_explains_it_and_its_modifiers(client: LanguageClient):
+    h = await client.text_document_hover_async(
+        types.HoverParams(text_document=doc(client), position=where("ld.global.f32", offset=3))
+    )
+    assert h is not None and "ld" in h.contents.value and ".global" in h.contents.value

@@ -33,6 +33,9 @@ def register(server: PtxlsServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def on_hover(ls: PtxlsServer, params: types.HoverParams) -> types.Hover | None:
+        """Every provider that has something to say here, joined: on a kernel's .entry line
+        the GPU-test result and the ptxas -v resources both belong in the hover."""
+        hovers: list[types.Hover] = []
         for provider in ls.hover_providers:
             try:
                 hover = await call_provider(provider, ls, params)
@@ -40,8 +43,19 @@ def register(server: PtxlsServer) -> None:
                 ls.report_server_error(e, provider)
                 continue
             if hover is not None:
-                return hover
-        return None
+                hovers.append(hover)
+        if len(hovers) <= 1:
+            return hovers[0] if hovers else None
+        parts = [
+            h.contents.value if isinstance(h.contents, types.MarkupContent) else str(h.contents)
+            for h in hovers
+        ]
+        return types.Hover(
+            contents=types.MarkupContent(
+                kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(parts)
+            ),
+            range=hovers[0].range,
+        )
 
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
     async def on_code_lens(ls: PtxlsServer, params: types.CodeLensParams) -> list[types.CodeLens]:

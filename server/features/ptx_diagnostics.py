@@ -39,6 +39,7 @@ LINTS_ALONE_AFTER_S = 0.4
 def register(server: PtxlsServer) -> None:
     jobs = DocumentJobs("ptxas")
     server.ptx_jobs = jobs  # tests and the benchmark look at it
+    server.ptx_usage = {}  # uri → (version, [EntryUsage]) from the last clean ptxas -v run
 
     def is_ptx(uri: str) -> bool:
         doc = server.open_document(uri)
@@ -75,6 +76,7 @@ def register(server: PtxlsServer) -> None:
     def did_close(ls: PtxlsServer, params: types.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
         jobs.cancel(uri)
+        ls.ptx_usage.pop(uri, None)
         for hook in ls.did_close_hooks:
             hook(ls, params)
         ls.store.clear(uri)
@@ -134,6 +136,7 @@ async def _check(server: PtxlsServer, uri: str, version: int | None, *, on_save:
         timeout=settings.ptxas_timeout_seconds,
         max_problems=settings.max_problems,
         file_name=uri.rsplit("/", 1)[-1] or "input.ptx",
+        verbose=True,
     )
     started = time.monotonic()
     ptxas_job = asyncio.ensure_future(check_ptx(text, opts, lints=asyncio.shield(lint_job)))
@@ -157,4 +160,6 @@ async def _check(server: PtxlsServer, uri: str, version: int | None, *, on_save:
         f"{result.tool} -arch={result.arch}: {result.error_count} errors in "
         f"{time.monotonic() - started:.2f} s for {uri.rsplit('/', 1)[-1]} v{version}"
     )
+    if _current(server, uri, version):
+        server.ptx_usage[uri] = (version, result.usage)
     _publish(server, uri, version, result.problems, lines)

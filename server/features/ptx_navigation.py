@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ptxls.diagnostics import ptx_index
+from ptxls.diagnostics import ptx_index, resources
 from ptxls.diagnostics.engine import split_lines
 from ptxls.diagnostics.ptx_parse import PtxModule, Span, parse_ptx
 
@@ -103,6 +103,8 @@ def register(server: PtxlsServer) -> None:
         module, lines = got
         line, col = params.position.line, params.position.character
         ref = ptx_index.name_at(module, line, col)
+        if ref is not None and ref.kind == "function":
+            return _usage_hover(ls, params.text_document.uri, ref)
         if ref is not None and ref.kind == "register":
             return _markdown(ptx_index.describe_register(ref, module), ref.span)
         if ref is not None and ref.kind in ("label", "param"):
@@ -179,6 +181,19 @@ def register(server: PtxlsServer) -> None:
                         types.CompletionItem(label=n, kind=types.CompletionItemKind.Reference)
                     )
         return types.CompletionList(is_incomplete=False, items=items)
+
+
+def _usage_hover(ls: PtxlsServer, uri: str, ref) -> types.Hover | None:  # noqa: ANN001
+    """ptxas -v of the entry under the cursor, from the last clean check of this version."""
+    doc = ls.open_document(uri)
+    version, usage = getattr(ls, "ptx_usage", {}).get(uri, (None, []))
+    mine = [u for u in usage if u.name == ref.name]
+    if not mine:
+        return None
+    text = resources.format_usage_markdown(mine[0])
+    if doc is None or doc.version != version:
+        text = "_from the last version ptxas assembled cleanly_\n\n" + text
+    return _markdown(text, ref.span)
 
 
 def _markdown(text: str, span: Span) -> types.Hover:
