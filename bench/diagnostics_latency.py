@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import platform
 import statistics
@@ -78,15 +79,22 @@ def raw_ptxas(text: str, ptxas: str, arch: str) -> float:
 async def measure(name: str, text: str, rounds: int, tmpdir: Path) -> dict:
     client = make_test_lsp_client()
     publishes: list[tuple[float, types.PublishDiagnosticsParams]] = []
-    finished: dict[int, float] = {}  # version → time the server logged ptxas done for it
+    finished: dict[int, float] = {}  # version → arrival time of the publish carrying ptxas's result
+    arrived = asyncio.Event()  # no busy polling: it would steal a core from ptxas
     file_name = f"{name}.ptx"
 
     def on_publish(params: types.PublishDiagnosticsParams) -> None:
         publishes.append((time.perf_counter(), params))
 
     def on_log(params: types.LogMessageParams) -> None:
+        # The server logs each finished ptxas run right after publishing its result, so the
+        # publish for that version received last before this line is ptxas's.
         if f"for {file_name} v" in params.message:
-            finished[int(params.message.rsplit(" v", 1)[1])] = time.perf_counter()
+            version = int(params.message.rsplit(" v", 1)[1])
+            times = [t for t, p in publishes if p.version == version]
+            if times:
+                finished[version] = times[-1]
+                arrived.set()
 
     client.protocol.fm.features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = on_publish
     client.protocol.fm.features[types.WINDOW_LOG_MESSAGE] = on_log
@@ -112,10 +120,11 @@ async def measure(name: str, text: str, rounds: int, tmpdir: Path) -> dict:
     async def wait_final(version: int, timeout: float = 120) -> float:
         deadline = time.perf_counter() + timeout
         while time.perf_counter() < deadline:
-            for t, p in publishes:
-                if p.version == version and version in finished and t >= finished[version]:
-                    return t
-            await asyncio.sleep(0.001)
+            if version in finished:
+                return finished[version]
+            arrived.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(arrived.wait(), deadline - time.perf_counter())
         raise TimeoutError(f"no ptxas publish for v{version}")
 
     await wait_final(1)

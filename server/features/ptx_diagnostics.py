@@ -156,10 +156,11 @@ async def _check(server: PtxlsServer, uri: str, version: int | None, *, on_save:
     except asyncio.CancelledError:
         ptxas_job.cancel()
         raise
+    if _current(server, uri, version):
+        server.ptx_usage[uri] = (version, result.usage)
+    _publish(server, uri, version, result.problems, lines)
+    # after the publish: the person waits for the squiggles, not for the log line
     server.log_message(
         f"{result.tool} -arch={result.arch}: {result.error_count} errors in "
         f"{time.monotonic() - started:.2f} s for {uri.rsplit('/', 1)[-1]} v{version}"
     )
-    if _current(server, uri, version):
-        server.ptx_usage[uri] = (version, result.usage)
-    _publish(server, uri, version, result.problems, lines)
