@@ -12,19 +12,6 @@ from typing import Any
 
 
 @dataclass
-class LlmSettings:
-    base_url: str | None = None
-    model: str | None = None
-    temperature: float = 0.1
-    seed: int | None = 1234
-    max_tokens: int = 4096
-    timeout_seconds: float = 120.0
-    candidates: int = 2
-    max_rounds: int = 5
-    strategy: str = "direct"  # "direct" | "plan"
-
-
-@dataclass
 class Settings:
     ptxas_path: str | None = None
     nvcc_path: str | None = None
@@ -33,7 +20,9 @@ class Settings:
     save_only_above_bytes: int = 400_000
     ptxas_timeout_seconds: float = 60.0
     max_problems: int = 500
-    llm: LlmSettings = field(default_factory=LlmSettings)
+    # The ``ptxls.llm`` section as the client sent it (camelCase). lowering/settings.py owns its
+    # meaning, defaults and validation (from_config), with the environment underneath.
+    llm: dict = field(default_factory=dict)
 
 
 def _snake(key: str) -> str:
@@ -49,6 +38,10 @@ def _snake(key: str) -> str:
 def _coerce(value: Any, default: Any, annotation: str) -> Any:
     if value is None:
         return None if "None" in annotation else default
+    if annotation == "dict":
+        if isinstance(value, dict):
+            return dict(value)
+        raise TypeError(f"expected an object, got {type(value).__name__}")
     if "float" in annotation and isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     if "int" in annotation and isinstance(value, int) and not isinstance(value, bool):
@@ -85,6 +78,11 @@ def settings_from_dict(raw: dict | None) -> tuple[Settings, list[str]]:
     if raw is not None and not isinstance(raw, dict):
         return Settings(), [f"the ptxls settings should be an object, got {type(raw).__name__}"]
     settings = _fill(Settings, raw or {}, problems, "ptxls.")
+    if settings.llm:
+        from ptxls.lowering.settings import from_config
+
+        _, llm_problems = from_config(settings.llm)
+        problems += llm_problems
     if settings.debounce_ms < 0 or settings.debounce_ms > 10_000:
         problems.append(
             f"setting ptxls.debounceMs={settings.debounce_ms} is out of range 0–10000; using 150"

@@ -38,23 +38,8 @@ def uri_to_path(uri: str) -> Path:
 
 
 def lowering_settings(ls: PtxlsServer) -> tuple[llm_settings.LlmSettings, list[str]]:
-    """The server's ``ptxls.llm`` settings over the environment (the key: environment only)."""
-    s = getattr(ls.settings, "llm", None)
-    config = {}
-    if s is not None:
-        for key, attr in (
-            ("baseUrl", "base_url"),
-            ("model", "model"),
-            ("temperature", "temperature"),
-            ("seed", "seed"),
-            ("maxTokens", "max_tokens"),
-            ("timeout", "timeout_seconds"),
-            ("candidates", "candidates"),
-            ("rounds", "max_rounds"),
-            ("strategy", "strategy"),
-        ):
-            if getattr(s, attr, None) is not None:
-                config[key] = getattr(s, attr)
+    """The client's ``ptxls.llm`` section over the environment (the key: environment only)."""
+    config = dict(getattr(ls.settings, "llm", {}) or {})
     arch = getattr(ls.settings, "arch", None)
     if arch:
         config["arch"] = arch

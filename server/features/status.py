@@ -29,8 +29,8 @@ def status_payload(server: PtxlsServer) -> dict:
         ptxas_text, ptxas = None, None
         server.tell_once("ptxas-missing", f"ptxls: {e}", types.MessageType.Error)
     gpu = probe_gpu()
-    model = settings.llm.model or os.environ.get("PTXLS_MODEL")
-    base_url = settings.llm.base_url or os.environ.get("OPENAI_BASE_URL")
+    model = settings.llm.get("model") or os.environ.get("PTXLS_MODEL")
+    base_url = settings.llm.get("baseUrl") or os.environ.get("OPENAI_BASE_URL")
     return {
         "ptxas": ptxas_text,
         "ptxasPath": ptxas.path if ptxas else None,
