@@ -47,7 +47,10 @@ def init_params(root: Path, options: dict | None = None) -> types.InitializePara
     return types.InitializeParams(
         capabilities=types.ClientCapabilities(
             workspace=types.WorkspaceClientCapabilities(configuration=False),
-            window=types.WindowClientCapabilities(work_done_progress=True),
+            window=types.WindowClientCapabilities(
+                work_done_progress=True,
+                show_document=types.ShowDocumentClientCapabilities(support=True),
+            ),
         ),
         root_uri=root.as_uri(),
         initialization_options={"ptxls": options or {}},

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
@@ -29,6 +31,15 @@ async def client(lsp_client: LanguageClient, tmp_path):
     await lsp_client.shutdown_session()
 
 
+@pytest_lsp.fixture(config=server_config())
+async def plain_client(lsp_client: LanguageClient, tmp_path):
+    params = init_params(tmp_path)
+    params.capabilities.window = types.WindowClientCapabilities()  # no showDocument support
+    await lsp_client.initialize_session(params)
+    yield
+    await lsp_client.shutdown_session()
+
+
 async def test_show_ptx_maps_source_lines_and_keeps_one_kernel(client: LanguageClient, tmp_path):
     src = tmp_path / "two.cu"
     src.write_text(SOURCE)
@@ -44,6 +55,10 @@ async def test_show_ptx_maps_source_lines_and_keeps_one_kernel(client: LanguageC
     assert lint_ptx(ptx) == []  # a view that ptxas would accept
     shown = tmp_path / ".ptxls" / "show" / "vec_add.ptx"
     assert result["uri"] == shown.as_uri() and shown.read_text() == ptx
+    for _ in range(100):  # the server asks the client to open it, without waiting on the answer
+        if client.shown_documents:
+            break
+        await asyncio.sleep(0.02)
     assert client.shown_documents and client.shown_documents[-1].uri == shown.as_uri()
 
 
@@ -54,3 +69,18 @@ async def test_show_ptx_unknown_kernel_is_a_clear_answer(client: LanguageClient,
         types.ExecuteCommandParams(command="ptxls.showPtx", arguments=[src.as_uri(), "nope"])
     )
     assert result["ok"] is False and "nope" in result["summary"]
+
+
+async def test_show_ptx_answers_a_client_without_show_document(
+    plain_client: LanguageClient, tmp_path
+):
+    src = tmp_path / "two.cu"
+    src.write_text(SOURCE)
+    result = await asyncio.wait_for(
+        plain_client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="ptxls.showPtx", arguments=[src.as_uri(), "scale"])
+        ),
+        60,
+    )
+    assert result["ok"] and result["uri"].endswith("/.ptxls/show/scale.ptx")
+    assert plain_client.shown_documents == []

@@ -6,6 +6,7 @@ and opened with window/showDocument; the command answers ``{ok, summary, uri, pt
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from lsprotocol import types
@@ -60,10 +61,26 @@ def register(server: PtxlsServer) -> None:
             target = folder / f"{kernel}.ptx"
             target.write_text(shown.ptx)
             result["uri"] = target.as_uri()
-            try:
-                await ls.window_show_document_async(
-                    types.ShowDocumentParams(uri=result["uri"], take_focus=True)
-                )
-            except Exception as e:  # a client without showDocument still gets the uri back
-                ls.log_message(f"showDocument failed: {e}")
+            _show_document(ls, result["uri"])
         return result
+
+
+def _show_document(ls: PtxlsServer, uri: str) -> None:
+    """Ask the client to open the view, when it says it can; never wait for its answer in the
+    command (a client busy waiting for the command's result would deadlock us), and a client
+    without showDocument still gets the uri in the result."""
+    window = ls.client_capabilities.window
+    support = window.show_document if window else None
+    if not (support and support.support):
+        return
+
+    async def show() -> None:
+        try:
+            await asyncio.wait_for(
+                ls.window_show_document_async(types.ShowDocumentParams(uri=uri, take_focus=True)),
+                30,
+            )
+        except Exception as e:
+            ls.log_message(f"showDocument {uri} failed: {e}")
+
+    asyncio.get_running_loop().create_task(show())
