@@ -57,6 +57,9 @@ class PtxlsServer(LanguageServer):
         self.did_change_hooks: list[Callable[..., None]] = []
         self.did_save_hooks: list[Callable[..., None]] = []
         self.did_close_hooks: list[Callable[..., None]] = []
+        # The client opens files that commands return ({uri}); then the server does not also
+        # ask it to with window/showDocument (initializationOptions.client.opensCommandResults).
+        self.client_opens_results = False
         self._told: set[str] = set()
         self._error_times: dict[str, float] = {}
 

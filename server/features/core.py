@@ -13,6 +13,10 @@ def register(server: PtxlsServer) -> None:
         init = params.initialization_options
         if isinstance(init, dict):
             ls.apply_settings(init.get("ptxls", init))
+            client = init.get("client")
+            ls.client_opens_results = isinstance(client, dict) and bool(
+                client.get("opensCommandResults")
+            )
 
     @server.feature(types.INITIALIZED)
     async def on_initialized(ls: PtxlsServer, params: types.InitializedParams) -> None:

@@ -58,7 +58,7 @@ def register(server: PtxlsServer) -> None:
         if path:
             folder = _view_folder(ls, Path(path))
             folder.mkdir(parents=True, exist_ok=True)
-            target = folder / f"{kernel}.ptx"
+            target = folder / f"{kernel}.show.ptx"  # never mistaken for a lowering result
             target.write_text(shown.ptx)
             result["uri"] = target.as_uri()
             _show_document(ls, result["uri"])
@@ -71,7 +71,7 @@ def _show_document(ls: PtxlsServer, uri: str) -> None:
     without showDocument still gets the uri in the result."""
     window = ls.client_capabilities.window
     support = window.show_document if window else None
-    if not (support and support.support):
+    if ls.client_opens_results or not (support and support.support):
         return
 
     async def show() -> None:

@@ -121,18 +121,19 @@ async function forward(servers: ServerManager, command: string, args: unknown[],
   );
 }
 
-// Commands may answer with PTX text, `{ptx}` (also when the file could not be written:
-// the PTX is still worth seeing), or `{uri}` of a file they wrote; the server may equally
-// have opened the result itself (window/showDocument) and return nothing.
+// Commands may answer with `{uri}` of a file they wrote (opened as that file: it gets the
+// server's diagnostics and nothing asks to save it), `{ptx}` without a uri (also when the file
+// could not be written: the PTX is still worth seeing), or plain PTX text; the server may
+// equally have opened the result itself (window/showDocument) and return nothing.
 async function openIfDocument(result: unknown): Promise<void> {
-  if (typeof result === "string" && result.trim() !== "") {
+  if (isRecord(result) && result.ok !== false && typeof result.uri === "string") {
+    const document = await vscode.workspace.openTextDocument(vscode.Uri.parse(result.uri));
+    await vscode.window.showTextDocument(document, { preview: false, viewColumn: vscode.ViewColumn.Beside });
+  } else if (typeof result === "string" && result.trim() !== "") {
     const document = await vscode.workspace.openTextDocument({ language: "ptx", content: result });
     await vscode.window.showTextDocument(document, { preview: false, viewColumn: vscode.ViewColumn.Beside });
   } else if (isRecord(result) && typeof result.ptx === "string") {
     await openIfDocument(result.ptx);
-  } else if (isRecord(result) && result.ok !== false && typeof result.uri === "string") {
-    const document = await vscode.workspace.openTextDocument(vscode.Uri.parse(result.uri));
-    await vscode.window.showTextDocument(document, { preview: false, viewColumn: vscode.ViewColumn.Beside });
   }
 }
 

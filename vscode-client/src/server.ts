@@ -99,6 +99,9 @@ export class ServerManager implements vscode.Disposable {
       // The server pulls the `ptxls` section with workspace/configuration and is told
       // about changes with workspace/didChangeConfiguration.
       synchronize: { configurationSection: SECTION },
+      // This extension opens the files commands return (ptxls.showPtx, lowering), so the
+      // server need not also ask for them with window/showDocument.
+      initializationOptions: { client: { opensCommandResults: true } },
       outputChannel: this.output,
       traceOutputChannel: this.traceChannel,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
