@@ -53,7 +53,7 @@ async def test_show_ptx_maps_source_lines_and_keeps_one_kernel(client: LanguageC
     assert "scale" not in ptx.split(".address_size")[1]  # the other kernel is left out
     assert ".loc" not in ptx
     assert lint_ptx(ptx) == []  # a view that ptxas would accept
-    shown = tmp_path / ".ptxls" / "show" / "vec_add.ptx"
+    shown = tmp_path / ".ptxls" / "show" / "vec_add.show.ptx"
     assert result["uri"] == shown.as_uri() and shown.read_text() == ptx
     for _ in range(100):  # the server asks the client to open it, without waiting on the answer
         if client.shown_documents:
@@ -82,5 +82,5 @@ async def test_show_ptx_answers_a_client_without_show_document(
         ),
         60,
     )
-    assert result["ok"] and result["uri"].endswith("/.ptxls/show/scale.ptx")
+    assert result["ok"] and result["uri"].endswith("/.ptxls/show/scale.show.ptx")
     assert plain_client.shown_documents == []
