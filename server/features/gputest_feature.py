@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from dataclasses import dataclass
 from urllib.parse import unquote, urlparse
 
@@ -21,6 +20,7 @@ from ptxls.gputest import api
 from ptxls.gputest.report import NO_GPU, TestReport
 
 from ..app import PtxlsServer
+from ..progress import CommandProgress
 
 log = logging.getLogger("ptxls")
 
@@ -187,43 +187,6 @@ def on_close(ls: PtxlsServer, params) -> None:
 # -- the command -------------------------------------------------------------------------------
 
 
-class _Progress:
-    """Cancellable $/progress; a no-op when the client cannot show progress."""
-
-    def __init__(self, ls: PtxlsServer, title: str):
-        self.ls, self.title, self.token = ls, title, str(uuid.uuid4())
-        self.enabled = False
-        self.cancel = asyncio.Event()
-
-    async def begin(self) -> None:
-        caps = self.ls.client_capabilities.window
-        if not (caps and caps.work_done_progress):
-            return
-        try:
-            await self.ls.work_done_progress.create_async(self.token)
-        except Exception as e:  # noqa: BLE001 - progress is a courtesy; the work goes on
-            log.info("client refused a progress token: %s", e)
-            return
-        self.enabled = True
-        self.ls.work_done_progress.begin(
-            self.token,
-            types.WorkDoneProgressBegin(title=self.title, cancellable=True, message="starting"),
-        )
-        future = self.ls.work_done_progress.tokens.get(self.token)
-        if future is not None:
-            future.add_done_callback(lambda f: self.cancel.set() if f.cancelled() else None)
-
-    def report(self, message: str) -> None:
-        if self.enabled:
-            self.ls.work_done_progress.report(
-                self.token, types.WorkDoneProgressReport(message=message)
-            )
-
-    def end(self, message: str) -> None:
-        if self.enabled:
-            self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
-
-
 async def run_gpu_test_command(ls: PtxlsServer, *args) -> dict:
     """Arguments: uri, kernel. Returns {ok, status, summary} (also for no GPU: never raises)."""
     if len(args) < 2 or not all(isinstance(a, str) for a in args[:2]):
@@ -248,7 +211,7 @@ async def run_gpu_test_command(ls: PtxlsServer, *args) -> dict:
     version, text, path = doc.version, doc.source, _path(uri)
     s = ls.settings
     kw = dict(arch=s.arch, ptxas=s.ptxas_path, nvcc=s.nvcc_path)
-    progress = _Progress(ls, f"ptxls: GPU test of {kernel}")
+    progress = CommandProgress(ls, f"ptxls: GPU test of {kernel}")
     await progress.begin()
 
     async def work() -> TestReport:

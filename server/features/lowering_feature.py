@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -26,6 +25,7 @@ from ptxls.lowering.service import LowerJob, lower
 from ptxls.lowering.sources import kernels_in, language_of
 
 from ..app import PtxlsServer
+from ..progress import CommandProgress
 
 log = logging.getLogger("ptxls.lowering")
 
@@ -97,44 +97,6 @@ def code_actions(ls: PtxlsServer, params: types.CodeActionParams) -> list[types.
                 _action(f"Optimize with LLM ({k.name})", uri, k.name, "llm", line, "optimize")
             )
     return actions
-
-
-class _Progress:
-    """$/progress for one command; a no-op when the client cannot show progress."""
-
-    def __init__(self, ls: PtxlsServer, title: str):
-        self.ls, self.title, self.token = ls, title, str(uuid.uuid4())
-        self.enabled = False
-        self.cancel = asyncio.Event()
-
-    async def begin(self) -> None:
-        caps = self.ls.client_capabilities.window
-        if not (caps and caps.work_done_progress):
-            return
-        try:
-            await self.ls.work_done_progress.create_async(self.token)
-        except Exception as e:  # noqa: BLE001 - progress is a courtesy; the work goes on
-            log.info("client refused a progress token: %s", e)
-            return
-        self.enabled = True
-        self.ls.work_done_progress.begin(
-            self.token,
-            types.WorkDoneProgressBegin(title=self.title, cancellable=True, message="starting"),
-        )
-        future = self.ls.work_done_progress.tokens.get(self.token)
-        if future is not None:
-            future.add_done_callback(lambda f: self.cancel.set() if f.cancelled() else None)
-
-    def report(self, message: str) -> None:
-        log.info("%s: %s", self.title, message)
-        if self.enabled:
-            self.ls.work_done_progress.report(
-                self.token, types.WorkDoneProgressReport(message=message)
-            )
-
-    def end(self, message: str) -> None:
-        if self.enabled:
-            self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
 
 
 def _workspace_root(ls: PtxlsServer, path: Path) -> Path:
@@ -226,7 +188,7 @@ async def run_lower_command(ls: PtxlsServer, *args) -> dict:
         nvcc_path=getattr(ls.settings, "nvcc_path", None),
     )
     what = kernel or "request"
-    progress = _Progress(ls, f"ptxls: lowering {what} ({backend})")
+    progress = CommandProgress(ls, f"ptxls: lowering {what} ({backend})")
     await progress.begin()
     try:
         outcome = await lower(job, settings, progress=progress.report, cancel=progress.cancel)
