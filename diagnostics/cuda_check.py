@@ -12,15 +12,13 @@ here; messages about other files (headers) land on line 1 of the buffer with the
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from .model import CheckResult, Problem, Severity
-from .process import run_killable
-from .toolchain import ToolNotFound, cuda_include_dirs, find_nvcc
+from .nvcc_run import include_dirs_for, nvcc_to_ptx
+from .toolchain import ToolNotFound, find_nvcc
 
 _EDG = re.compile(
     r"^(?P<file>.+?)\((?P<line>\d+)\):\s*(?P<sev>catastrophic error|fatal error|error|warning|remark)"
@@ -126,20 +124,12 @@ async def check_cuda(
     timeout: float = 60.0,
 ) -> CheckResult:
     """Compile the device code of a .cu buffer and report nvcc's (or NVRTC's) messages."""
-    include_dirs = list(cuda_include_dirs())
-    if file_path:
-        include_dirs.insert(0, str(Path(file_path).parent))
     try:
         nvcc = find_nvcc(nvcc_path)
     except ToolNotFound as e:
-        return await _check_with_nvrtc(text, arch, include_dirs, str(e))
-    src_name = Path(file_path).name if file_path else "input.cu"
-    with tempfile.TemporaryDirectory(prefix="ptxls-cu-") as tmp:
-        src = Path(tmp) / src_name
-        src.write_bytes(text.encode("utf-8", errors="replace"))
-        args = [nvcc.path, "-ptx", f"-arch={arch}", "-o", os.path.join(tmp, "out.ptx")]
-        args += [f"-I{d}" for d in include_dirs] + [str(src)]
-        res = await run_killable(args, timeout=timeout, cwd=tmp)
+        return await _check_with_nvrtc(text, arch, include_dirs_for(file_path), str(e))
+    run = await nvcc_to_ptx(text, nvcc, file_path=file_path, arch=arch, timeout=timeout)
+    res = run.result
     result = CheckResult(tool=nvcc.describe(), arch=arch)
     if res.timed_out:
         result.problems = [
@@ -154,7 +144,7 @@ async def check_cuda(
         ]
         return result
     result.problems = place_cuda_messages(
-        parse_cuda_output(res.stdout + "\n" + res.stderr), src_name, text, "nvcc"
+        parse_cuda_output(res.stdout + "\n" + res.stderr), run.source_name, text, "nvcc"
     )
     if res.returncode != 0 and not any(p.severity is Severity.ERROR for p in result.problems):
         tail = (res.stderr or res.stdout).strip().splitlines()

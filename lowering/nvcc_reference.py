@@ -10,12 +10,10 @@ driver takes, the version is lowered and the header says that too.
 from __future__ import annotations
 
 import re
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from ptxls.diagnostics.process import run_killable
-from ptxls.diagnostics.toolchain import ToolNotFound, cuda_include_dirs, find_nvcc, find_ptxas
+from ptxls.diagnostics.nvcc_run import nvcc_to_ptx
+from ptxls.diagnostics.toolchain import ToolNotFound, find_nvcc, find_ptxas
 
 from .ptx_check import PtxasUnavailable, compile_check
 
@@ -149,37 +147,20 @@ async def lower_with_nvcc(
         nvcc = find_nvcc(nvcc_path)
     except ToolNotFound as e:
         return NvccLowering(False, message=str(e))
-    include_dirs = list(cuda_include_dirs())
-    if file_path:
-        include_dirs.insert(0, str(Path(file_path).resolve().parent))
-    name = Path(file_path).name if file_path else "input.cu"
-    with tempfile.TemporaryDirectory(prefix="ptxls-lower-") as tmp:
-        src = Path(tmp) / name
-        src.write_bytes(cu_text.encode("utf-8", errors="replace"))
-        out = Path(tmp) / "out.ptx"
-        args = [
-            nvcc.path,
-            "-ptx",
-            f"-arch={arch}",
-            "-o",
-            str(out),
-            *[f"-I{d}" for d in include_dirs],
-            str(src),
-        ]
-        try:
-            res = await run_killable(args, timeout=timeout, cwd=tmp)
-        except OSError as e:
-            return NvccLowering(
-                False, message=f"could not start {nvcc.path}: {e}", tool=nvcc.describe()
-            )
-        if res.timed_out:
-            return NvccLowering(
-                False, message=f"nvcc did not finish within {timeout:g} s", tool=nvcc.describe()
-            )
-        if res.returncode != 0 or not out.exists():
-            err = (res.stderr or res.stdout).strip().replace(tmp + "/", "")
-            return NvccLowering(False, message=f"nvcc failed:\n{err}", tool=nvcc.describe())
-        ptx = out.read_text(errors="replace")
+    try:
+        run = await nvcc_to_ptx(cu_text, nvcc, file_path=file_path, arch=arch, timeout=timeout)
+    except OSError as e:
+        return NvccLowering(
+            False, message=f"could not start {nvcc.path}: {e}", tool=nvcc.describe()
+        )
+    if run.result.timed_out:
+        return NvccLowering(
+            False, message=f"nvcc did not finish within {timeout:g} s", tool=nvcc.describe()
+        )
+    if run.ptx is None:
+        err = (run.result.stderr or run.result.stdout).strip().replace(run.temp_dir + "/", "")
+        return NvccLowering(False, message=f"nvcc failed:\n{err}", tool=nvcc.describe())
+    ptx = run.ptx
     ptx, entry, notes = select_entry(ptx, kernel, rename)
     if kernel and not entry:
         return NvccLowering(False, ptx, notes[0], nvcc.describe(), "", notes)

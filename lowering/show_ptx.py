@@ -8,12 +8,11 @@ next to the CUDA it came from (the same view godbolt gives, in the editor).
 from __future__ import annotations
 
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ptxls.diagnostics.process import run_killable
-from ptxls.diagnostics.toolchain import ToolNotFound, cuda_include_dirs, find_nvcc
+from ptxls.diagnostics.nvcc_run import nvcc_to_ptx
+from ptxls.diagnostics.toolchain import ToolNotFound, find_nvcc
 
 from .nvcc_reference import select_entry
 
@@ -81,26 +80,24 @@ async def show_ptx(
         nvcc = find_nvcc(nvcc_path)
     except ToolNotFound as e:
         return ShownPtx(False, message=str(e))
-    name = Path(file_path).name if file_path else "input.cu"
-    includes = list(cuda_include_dirs())
-    if file_path:
-        includes.insert(0, str(Path(file_path).resolve().parent))
-    with tempfile.TemporaryDirectory(prefix="ptxls-show-") as tmp:
-        src = Path(tmp) / name
-        src.write_bytes(cu_text.encode("utf-8", errors="replace"))
-        out = Path(tmp) / "out.ptx"
-        args = [nvcc.path, "-ptx", "-lineinfo", f"-arch={arch}", "-O3", "-o", str(out)]
-        args += [f"-I{d}" for d in includes] + [str(src)]
-        try:
-            res = await run_killable(args, timeout=timeout, cwd=tmp)
-        except OSError as e:
-            return ShownPtx(False, message=f"could not start {nvcc.path}: {e}")
-        if res.timed_out:
-            return ShownPtx(False, message=f"nvcc did not finish within {timeout:g} s")
-        if res.returncode != 0 or not out.exists():
-            err = (res.stderr or res.stdout).strip().replace(tmp + "/", "")
-            return ShownPtx(False, message=f"nvcc failed:\n{err}")
-        raw = out.read_text(errors="replace")
+    try:
+        run = await nvcc_to_ptx(
+            cu_text,
+            nvcc,
+            file_path=file_path,
+            arch=arch,
+            extra_args=("-lineinfo", "-O3"),
+            timeout=timeout,
+        )
+    except OSError as e:
+        return ShownPtx(False, message=f"could not start {nvcc.path}: {e}")
+    name = run.source_name
+    if run.result.timed_out:
+        return ShownPtx(False, message=f"nvcc did not finish within {timeout:g} s")
+    if run.ptx is None:
+        err = (run.result.stderr or run.result.stdout).strip().replace(run.temp_dir + "/", "")
+        return ShownPtx(False, message=f"nvcc failed:\n{err}")
+    raw = run.ptx
     selected, entry, notes = select_entry(raw, kernel, rename=False)
     if not entry:
         return ShownPtx(

@@ -1,0 +1,48 @@
+"""Compile a CUDA buffer to PTX with nvcc: the one place that knows how (temp folder named
+like the user's file, include paths for the user's folder and the wheels' headers, killable)."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .process import ProcessResult, run_killable
+from .toolchain import Tool, cuda_include_dirs
+
+
+@dataclass
+class NvccRun:
+    result: ProcessResult
+    ptx: str | None  # None when nvcc failed or timed out
+    source_name: str  # the file name nvcc saw (messages name it)
+    temp_dir: str  # gone after the call; messages may still mention it, for callers to strip
+
+
+def include_dirs_for(file_path: str | None) -> list[str]:
+    dirs = list(cuda_include_dirs())
+    if file_path:
+        dirs.insert(0, str(Path(file_path).resolve().parent))
+    return dirs
+
+
+async def nvcc_to_ptx(
+    text: str,
+    nvcc: Tool,
+    *,
+    file_path: str | None = None,
+    arch: str = "sm_90",
+    extra_args: tuple[str, ...] = (),
+    timeout: float = 60.0,
+) -> NvccRun:
+    """Raises OSError only when nvcc cannot be started."""
+    name = Path(file_path).name if file_path else "input.cu"
+    with tempfile.TemporaryDirectory(prefix="ptxls-nvcc-") as tmp:
+        src = Path(tmp) / name
+        src.write_bytes(text.encode("utf-8", errors="replace"))
+        out = Path(tmp) / "out.ptx"
+        args = [nvcc.path, "-ptx", f"-arch={arch}", *extra_args, "-o", str(out)]
+        args += [f"-I{d}" for d in include_dirs_for(file_path)] + [str(src)]
+        res = await run_killable(args, timeout=timeout, cwd=tmp)
+        ptx = out.read_text(errors="replace") if res.returncode == 0 and out.exists() else None
+    return NvccRun(res, ptx, name, tmp)
