@@ -51,3 +51,31 @@ async def run_check(
         if any(p.severity is Severity.ERROR for p in result.problems):
             worst = EXIT_PROBLEMS
     return worst
+
+
+async def run_usage(
+    file: str, *, arch: str | None, ptxas: str | None, block: int | None, out=None
+) -> int:
+    """``ptxls usage``: what ptxas -v says per function, and the occupancy it implies."""
+    from ptxls.diagnostics.ptx_parse import scan_header
+    from ptxls.diagnostics.resources import format_usage_markdown, usage_report
+    from ptxls.diagnostics.toolchain import ToolNotFound
+
+    out = out or sys.stdout
+    try:
+        text = decode_bytes(Path(file).read_bytes())
+    except OSError as e:
+        print(f"ptxls: cannot read {file}: {e.strerror or e}", file=sys.stderr)
+        return EXIT_CANNOT_RUN
+    _, target = scan_header(text)
+    try:
+        report = await usage_report(text, choose_arch(arch, target), ptxas)
+    except (ToolNotFound, OSError) as e:
+        print(f"ptxls: {e}", file=sys.stderr)
+        return EXIT_CANNOT_RUN
+    if report.error:
+        print(f"ptxls: ptxas rejected {file} ({report.tool}):\n{report.error}", file=sys.stderr)
+        return EXIT_PROBLEMS
+    print(f"{file}: {report.tool}, -arch={report.arch}\n", file=out)
+    print(format_usage_markdown(report.entries, block_size=block), file=out)
+    return EXIT_OK

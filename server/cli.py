@@ -39,6 +39,12 @@ def _check(args: argparse.Namespace) -> int:
     return asyncio.run(run_check(args.files, arch=args.arch, ptxas=args.ptxas, nvcc=args.nvcc))
 
 
+def _usage(args: argparse.Namespace) -> int:
+    from .check_command import run_usage
+
+    return asyncio.run(run_usage(args.file, arch=args.arch, ptxas=args.ptxas, block=args.block))
+
+
 def _doctor(args: argparse.Namespace) -> int:
     from .doctor import run_doctor
 
@@ -80,6 +86,19 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     )
     p.add_argument("--nvcc", help="path of the nvcc to use for .cu files")
     runners["check"] = _check
+
+    p = sub.add_parser(
+        "usage", help="per-kernel registers, spills, shared memory, occupancy (ptxas -v)"
+    )
+    p.add_argument("file", metavar="FILE.ptx")
+    p.add_argument("--arch", help="sm_XX (default: the file's .target, the local GPU, sm_90)")
+    p.add_argument("--ptxas", help="path of the ptxas to use")
+    p.add_argument(
+        "--block",
+        type=int,
+        help="threads per block for the occupancy (default: .reqntid/.maxntid, else 256)",
+    )
+    runners["usage"] = _usage
 
     p = sub.add_parser(
         "doctor", help="what ptxls found: ptxas, nvcc/NVRTC, driver, GPU, LLM settings"

@@ -111,3 +111,14 @@ def test_demo_runs_on_the_examples():
     assert r.returncode == 0, r.stdout + r.stderr
     assert "broken.ptx" in r.stdout and "deliberate mistake" in r.stdout
     assert "vec_add.ptx" in r.stdout
+
+
+def test_usage_prints_registers_and_occupancy():
+    r = ptxls("usage", str(EXAMPLES / "vec_add.ptx"), "--block", "128")
+    assert r.returncode == 0, r.stderr
+    assert "registers: 12 per thread" in r.stdout and "occupancy at 128 threads/block" in r.stdout
+
+
+def test_usage_of_broken_ptx_says_why():
+    r = ptxls("usage", str(EXAMPLES / "broken.ptx"))
+    assert r.returncode == 1 and "Unknown symbol '%r6'" in r.stderr
