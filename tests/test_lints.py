@@ -131,3 +131,50 @@ def test_non_ascii_character_is_reported_where_it_is():
 def test_never_raises_on_garbage(junk):
     lint_ptx(junk)
     lint_ptx(GOOD[: len(GOOD) // 2] + junk)
+
+
+def test_random_damage_never_raises():
+    """Thousands of random edits of real PTX (deleted, duplicated, swapped spans; stray braces,
+    quotes, comment openers): the instant checks answer every one without an exception."""
+    import random
+
+    from ptxls.diagnostics.engine import instant_check
+
+    base = GOOD + (KERNELS.parent / "ptxas_output" / "warning_and_fatal.ptx").read_text()
+    rng = random.Random(1234)
+    junk = [
+        "{",
+        "}",
+        "/*",
+        "*/",
+        "//",
+        '"',
+        "%",
+        ".reg",
+        ".entry",
+        "(",
+        ")",
+        ";",
+        "<",
+        ">",
+        "\x00",
+        "é",
+        "\r",
+    ]
+    for _ in range(2000):
+        text = base
+        for _ in range(rng.randint(1, 4)):
+            i, j = sorted(rng.randrange(len(text) + 1) for _ in range(2))
+            op = rng.randrange(3)
+            if op == 0:
+                text = text[:i] + text[j:]
+            elif op == 1:
+                text = text[:i] + text[i:j] * 2 + text[j:]
+            else:
+                text = text[:i] + rng.choice(junk) + text[i:]
+        module, problems = instant_check(text)
+        last_line = len(text.replace("\r\n", "\n").replace("\r", "\n").split("\n")) - 1
+        for p in problems:  # every problem points inside the text
+            assert (
+                0 <= p.line <= last_line and p.col >= 0 and (p.end_col >= p.col or p.end_col == 0)
+            )
