@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import json
 import statistics
-import subprocess
 import sys
 import time
 from datetime import UTC, datetime
@@ -22,18 +21,9 @@ from ptxls.gputest import build
 from ptxls.gputest.api import format_table, run_gpu_test
 from ptxls.gputest.supervisor import Supervisor
 
+from machine import gpu_name  # noqa: E402 - bench/ is the script's folder
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def gpu_name() -> str:
-    try:
-        smi = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=30,
-        )  # fmt: skip
-        return smi.stdout.strip() or smi.stderr.strip()
-    except (OSError, subprocess.SubprocessError) as e:
-        return f"no nvidia-smi ({e})"
 
 
 async def one(sup: Supervisor, ptx: str, cu: str) -> tuple[float, object]:

@@ -25,6 +25,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from machine import gpu_name  # noqa: E402 - bench/ is the script's folder
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -77,17 +79,6 @@ class Client:
 
     def notify(self, method: str, params) -> None:
         self._send({"jsonrpc": "2.0", "method": method, "params": params})
-
-
-def gpu_name() -> str:
-    try:
-        smi = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=30,
-        )  # fmt: skip
-        return smi.stdout.strip() or smi.stderr.strip()
-    except (OSError, subprocess.SubprocessError) as e:
-        return f"no nvidia-smi ({e})"
 
 
 def entry_line(text: str, kernel: str) -> tuple[int, int]:

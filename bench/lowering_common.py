@@ -36,14 +36,14 @@ async def measure_overhead(
 ) -> dict:
     """Run broken→fixed lowerings of vec_add ``repeats`` times; per round: total, HTTP, ptxas,
     verify, and the rest (extraction, prompts, transcript, bookkeeping)."""
-    from scripted_llm import BROKEN_VEC_ADD, GOOD_VEC_ADD, ScriptedLLM, Step, fenced
-
     from ptxls.fewshot.retrieve import pick_examples
     from ptxls.lowering.llm_client import LlmClient
     from ptxls.lowering.loop import LoopOptions, run_loop
     from ptxls.lowering.settings import LlmSettings
     from ptxls.lowering.sources import cuda_kernels
     from ptxls.lowering.transcript import Transcript
+
+    from scripted_llm import BROKEN_VEC_ADD, GOOD_VEC_ADD, ScriptedLLM, Step, fenced
 
     src = cuda_kernels((ROOT / "examples" / "vec_add.cu").read_text())[0]
     totals, http, check, verify, rest = [], [], [], [], []

@@ -69,11 +69,11 @@ async def fewshot_on_gpu(sup) -> list[dict]:
 
 async def lower_through_scripted_server(sup, script_ptx: list[str]) -> dict:
     """vec_add.cu → PTX with the LLM backend against the scripted server; the GPU verifies."""
-    from scripted_llm import ScriptedLLM, Step, fenced
-
     from ptxls.lowering.service import LowerJob, lower_llm
     from ptxls.lowering.settings import LlmSettings
     from ptxls.lowering.verify import gpu_verifier
+
+    from scripted_llm import ScriptedLLM, Step, fenced
 
     with (
         tempfile.TemporaryDirectory() as tmp,
@@ -112,10 +112,10 @@ async def lower_through_scripted_server(sup, script_ptx: list[str]) -> dict:
 
 
 async def main_async(args) -> dict:
-    from scripted_llm import BROKEN_VEC_ADD, GOOD_VEC_ADD
-
     from ptxls.gputest import api
     from ptxls.gputest.supervisor import Supervisor
+
+    from scripted_llm import BROKEN_VEC_ADD, GOOD_VEC_ADD
 
     wrong = GOOD_VEC_ADD.replace("add.f32             %f3, %f1, %f2;", WRONG_LINE)
     assert wrong != GOOD_VEC_ADD

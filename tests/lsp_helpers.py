@@ -14,6 +14,9 @@ from pytest_lsp.client import make_test_lsp_client
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 DATA = Path(__file__).resolve().parent / "data"
+# examples/broken.ptx uses %r6 while `.reg .b32 %r<6>` declares %r0-%r5; FIXED declares %r<7>.
+BROKEN = (EXAMPLES / "broken.ptx").read_text()
+FIXED = BROKEN.replace(".reg .b32   %r<6>;", ".reg .b32   %r<7>;")
 SERVER_COMMAND = [sys.executable, "-m", "ptxls.server", "serve"]
 
 

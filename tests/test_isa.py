@@ -13,7 +13,9 @@ import pytest
 
 from ptxls.diagnostics import isa
 from ptxls.diagnostics.isa_lints import lint_availability
-from ptxls.diagnostics.toolchain import all_tools, cuda_include_dirs
+from ptxls.diagnostics.toolchain import all_tools
+
+from toolchain_helpers import nvcc_id, nvcc_ptx, nvccs
 
 DATA = json.loads(
     resources.files("ptxls.diagnostics").joinpath("data/ptx_isa.json").read_text("utf-8")
@@ -280,42 +282,23 @@ __global__ void __launch_bounds__(256) hopper(float* out) {
 }
 
 
-def _nvccs():
-    tools = all_tools("nvcc")
-    return tools or [
-        pytest.param(None, marks=pytest.mark.skip(reason="no nvcc (pip install nvidia-cuda-nvcc)"))
-    ]
+NVCC_IDS = {"ids": nvcc_id}
 
 
-def _nvcc_ptx(nvcc, cu: Path, arch: str, tmp_path: Path) -> str:
-    out = tmp_path / (cu.stem + ".ptx")
-    includes = [f"-I{d}" for d in cuda_include_dirs()]
-    subprocess.run(
-        [nvcc.path, "-ptx", f"-arch={arch}", "-O3", *includes, str(cu), "-o", str(out)],
-        check=True,
-        capture_output=True,
-        timeout=180,
-    )
-    return out.read_text()
-
-
-NVCC_IDS = {"ids": lambda t: f"nvcc-{t.version}-{t.origin.split()[0]}" if t else "none"}
-
-
-@pytest.mark.parametrize("nvcc", _nvccs(), **NVCC_IDS)
+@pytest.mark.parametrize("nvcc", nvccs(), **NVCC_IDS)
 @pytest.mark.parametrize("cu", sorted(KERNELS.glob("*.cu")), ids=lambda p: p.stem)
 def test_availability_lint_is_silent_on_nvcc_output(nvcc, cu, tmp_path):
-    ptx = _nvcc_ptx(nvcc, cu, "sm_75", tmp_path)
+    ptx = nvcc_ptx(nvcc, cu, tmp_path, arch="sm_75")
     assert ".entry" in ptx
     assert lint_availability(ptx) == []
 
 
-@pytest.mark.parametrize("nvcc", _nvccs(), **NVCC_IDS)
+@pytest.mark.parametrize("nvcc", nvccs(), **NVCC_IDS)
 @pytest.mark.parametrize("arch", sorted(MODERN_CU))
 def test_availability_lint_is_silent_on_nvcc_output_with_new_instructions(nvcc, arch, tmp_path):
     cu = tmp_path / f"modern_{arch}.cu"
     cu.write_text(MODERN_CU[arch])
-    ptx = _nvcc_ptx(nvcc, cu, arch, tmp_path)
+    ptx = nvcc_ptx(nvcc, cu, tmp_path, arch=arch)
     # The kernels really contain the instructions the lint checks.
     for opcode in (
         ("cp.async", "redux.sync", "match.any.sync", "wmma.mma", "nanosleep")

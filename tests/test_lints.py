@@ -2,45 +2,24 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from ptxls.diagnostics.lints import lint_ptx
-from ptxls.diagnostics.toolchain import all_tools, cuda_include_dirs
+
+from toolchain_helpers import nvcc_id, nvcc_ptx, nvccs
 
 KERNELS = Path(__file__).parent / "data" / "cuda_kernels"
 EXAMPLES = Path(__file__).parent.parent / "examples"
 GOOD = (EXAMPLES / "vec_add.ptx").read_text()
 
 
-def _nvccs():
-    tools = all_tools("nvcc")
-    return tools or [
-        pytest.param(None, marks=pytest.mark.skip(reason="no nvcc (pip install nvidia-cuda-nvcc)"))
-    ]
-
-
-def _compile(nvcc, cu: Path, tmp_path: Path, opt: str) -> str:
-    out = tmp_path / (cu.stem + ".ptx")
-    includes = [f"-I{d}" for d in cuda_include_dirs()]
-    subprocess.run(
-        [nvcc.path, "-ptx", "-arch=sm_90", opt, *includes, str(cu), "-o", str(out)],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    return out.read_text()
-
-
-@pytest.mark.parametrize(
-    "nvcc", _nvccs(), ids=lambda t: f"nvcc-{t.version}-{t.origin.split()[0]}" if t else "none"
-)
+@pytest.mark.parametrize("nvcc", nvccs(), ids=nvcc_id)
 @pytest.mark.parametrize("cu", sorted(KERNELS.glob("*.cu")), ids=lambda p: p.stem)
 @pytest.mark.parametrize("opt", ["-O3", "-G"], ids=["O3", "debug"])
 def test_no_false_positive_on_nvcc_output(nvcc, cu, opt, tmp_path):
-    ptx = _compile(nvcc, cu, tmp_path, opt)
+    ptx = nvcc_ptx(nvcc, cu, tmp_path, opt=opt)
     assert ".entry" in ptx
     assert lint_ptx(ptx) == []
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from scripted_llm import GOOD_VEC_ADD, ScriptedLLM, Step, fenced
 
 from ptxls.gputest import report as greport
 from ptxls.lowering.verify import from_report
+
+from scripted_llm import GOOD_VEC_ADD, ScriptedLLM, Step, fenced
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
 WRONG_VEC_ADD = GOOD_VEC_ADD.replace(
@@ -84,12 +85,12 @@ async def test_cuda_to_ptx_lowering_ends_gpu_verified(first, tmp_path):
     if not has:
         pytest.skip(f"no CUDA device: {why}")
     pytest.importorskip("openai")
-    from scripted_llm import BROKEN_VEC_ADD
-
     from ptxls.gputest.supervisor import Supervisor
     from ptxls.lowering.service import LowerJob, lower_llm
     from ptxls.lowering.settings import LlmSettings
     from ptxls.lowering.verify import gpu_verifier
+
+    from scripted_llm import BROKEN_VEC_ADD
 
     cu = tmp_path / "vec_add.cu"
     shutil.copy(ROOT / "examples" / "vec_add.cu", cu)

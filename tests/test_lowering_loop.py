@@ -7,7 +7,6 @@ import asyncio
 import logging
 
 import pytest
-from scripted_llm import BROKEN_LINE, BROKEN_VEC_ADD, GOOD_VEC_ADD, ScriptedLLM, Step, fenced
 
 from ptxls.fewshot.retrieve import pick_examples
 from ptxls.lowering.llm_client import LlmClient, LlmError
@@ -17,6 +16,8 @@ from ptxls.lowering.settings import LlmSettings
 from ptxls.lowering.sources import cuda_kernels, requests, triton_kernels
 from ptxls.lowering.transcript import Transcript, read
 from ptxls.lowering.verify import VerifyResult
+
+from scripted_llm import BROKEN_LINE, BROKEN_VEC_ADD, GOOD_VEC_ADD, ScriptedLLM, Step, fenced
 
 VEC_ADD_CU = """// the kernel
 __global__ void vec_add(const float* a, const float* b, float* c, int n) {

@@ -13,11 +13,11 @@ import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-from scripted_llm import BROKEN_VEC_ADD, GOOD_VEC_ADD, ScriptedLLM, Step, fenced
 
 from ptxls.lowering.provenance import strip_header, untouched_since_generated
 
 from conftest import EXAMPLES, open_doc, server_config
+from scripted_llm import BROKEN_VEC_ADD, GOOD_VEC_ADD, ScriptedLLM, Step, fenced
 
 SECRET = "sk-lsp-SECRET-abcdef0123456789"
 LLM = ScriptedLLM().start()  # module-wide: the server process is told its URL at start

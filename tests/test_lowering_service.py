@@ -7,7 +7,6 @@ import asyncio
 import shutil
 
 import pytest
-from scripted_llm import BROKEN_VEC_ADD, GOOD_VEC_ADD, ScriptedLLM, Step, fenced
 
 from ptxls.diagnostics.ptx_parse import parse_ptx
 from ptxls.lowering.extract import extract_ptx
@@ -16,6 +15,8 @@ from ptxls.lowering.service import LowerJob, lower
 from ptxls.lowering.settings import from_config, from_env
 from ptxls.lowering.transcript import read
 from ptxls.server.cli import main as ptxls_main
+
+from scripted_llm import BROKEN_VEC_ADD, GOOD_VEC_ADD, ScriptedLLM, Step, fenced
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
 VEC_ADD_CU = ROOT / "examples" / "vec_add.cu"

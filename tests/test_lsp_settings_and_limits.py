@@ -9,16 +9,14 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from lsp_helpers import (
-    EXAMPLES,
+    BROKEN,
+    FIXED,
     init_params,
     open_doc,
     replace_all,
     server_config,
     wait_for_publish,
 )
-
-BROKEN = (EXAMPLES / "broken.ptx").read_text()
-FIXED = BROKEN.replace(".reg .b32   %r<6>;", ".reg .b32   %r<7>;")
 
 
 @pytest_lsp.fixture(config=server_config())
