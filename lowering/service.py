@@ -149,16 +149,48 @@ async def lower_nvcc(job: LowerJob, progress: Progress | None = None) -> LowerOu
     )
 
 
+def request_spec(src: SourceKernel, job: LowerJob):  # -> (TestSpec | None, why)
+    """A plain-language request is GPU-testable when its comment block carries ``@gputest``
+    lines: the parameters in order and a numpy ``ref:`` (gputest/README.md), e.g.
+
+        // @ptx: relu(float* x, int n): x[i] = max(x[i], 0) for i < n
+        // @gputest x: inout f32[n]; n: size
+        // @gputest ref: x = np.maximum(x, 0)
+    """
+    no_ref = (
+        "no reference to test against for a plain-language request (add @gputest lines with a ref:)"
+    )
+    if job.describe or not src.name:
+        return None, no_ref
+    from ptxls.gputest import annotations
+
+    lines = job.text.splitlines()
+    spec, problems = annotations.apply(None, lines, src.end_line + 1, src.name, where="request")
+    if problems:
+        return None, "the request's @gputest lines have problems: " + "; ".join(
+            p.message for p in problems
+        )
+    if spec is None:
+        return None, no_ref
+    if not spec.numpy_ref:
+        return None, "the request's @gputest lines give no 'ref:' to compare with"
+    return spec, ""
+
+
 async def default_verifier(src: SourceKernel, job: LowerJob) -> tuple[Verifier, str]:
     """GPU-test against the source where a GPU is present and there is something to test
     against (the CUDA source, or for "Optimize" the PTX's own pairing/annotation); otherwise
     compile-checked only, saying why."""
-    if src.kind in ("request", "triton"):
-        why = (
-            "no reference to test against for a plain-language request"
-            if src.kind == "request"
-            else "no runnable Triton reference"
-        )
+    if src.kind == "request":
+        spec, why = request_spec(src, job)
+        if spec is None:
+            return compile_only_verifier(why), why
+        available, reason = await gpu_availability()
+        if not available:
+            return compile_only_verifier(reason), reason
+        return gpu_verifier(spec=spec), ""
+    if src.kind == "triton":
+        why = "no runnable Triton reference"
         return compile_only_verifier(why), why
     available, reason = await gpu_availability()
     if not available:

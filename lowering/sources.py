@@ -177,7 +177,10 @@ def requests(text: str) -> list[SourceKernel]:
             c = _COMMENT.match(lines[j])
             if not c or not c.group("body").strip() or _REQUEST.match(lines[j]):
                 break
-            parts.append(c.group("body").strip())
+            # "@gputest ..." lines in the block say how to test the result (a numpy reference);
+            # they belong to the request's block but not to what the model is asked for.
+            if not c.group("body").lstrip().startswith("@gputest"):
+                parts.append(c.group("body").strip())
             j += 1
         req = " ".join(p for p in parts if p)
         name = _NAME_IN_REQUEST.match(req)
