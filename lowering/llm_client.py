@@ -1,34 +1,58 @@
 """Chat completions against any OpenAI-compatible server (OpenAI, vLLM, llama.cpp, Ollama).
 
+The openai SDK sends each request (base URL, auth header, HTTP errors as typed exceptions); the
+reply body is read here, from the raw bytes, because real endpoints differ in what they send
+back and the loop must survive all of them:
+
+- **Parameters an endpoint refuses.** OpenAI's reasoning models answer HTTP 400 to
+  ``max_tokens`` (they take ``max_completion_tokens``) and to any ``temperature`` but 1; some
+  servers refuse ``seed`` or ``reasoning_effort``. The refusal is read from the error body's
+  ``param``/``code`` and its message, the parameter is renamed or dropped once, the change is
+  remembered for that (endpoint, model) for the life of the process, and each change is a line
+  in ``ChatReply.notes`` for the transcript. A 400 that names nothing we can change is final.
+- **Reasoning.** ``reasoning_content`` / ``reasoning`` fields (whole messages and streamed
+  deltas) go to ``ChatReply.reasoning``, never into the text the PTX is taken from.
+- **Faults.** A body that is not JSON is ``LlmError("bad_reply")``; a reply longer than
+  ``max_reply_chars`` is refused and a stream stops being read there; a streamed request times
+  out on silence (no chunk for ``timeout_s``), a plain one on the whole reply, and a timeout is
+  retried once only, so a hung endpoint gives up in about two timeouts.
+
+The SDK's own retries are off: 429 / 5xx / connection errors are retried here with backoff
+(Retry-After wins) so each wait can be reported as progress. Every ``LlmError`` message is
+scrubbed of the key (an endpoint may echo it in an error body); the first request that carries
+a key to a host is said once in the log and in the reply's notes.
+
 The openai SDK is imported when a client is made, not when this module is, so the GPU-side code
-and the nvcc path work where openai is not installed. The SDK's own retries are off: this
-module retries 429 / 5xx / timeouts / connection errors itself, with backoff (Retry-After
-wins), so each wait can be reported as progress and recorded in the transcript. Everything that
-ends a request becomes an ``LlmError`` whose message says what to do; the key never appears in
-one.
+and the nvcc path work where openai is not installed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import re
+import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from .secrets import host_of, public_url, remember_secret, scrub
 from .settings import LlmSettings
 
 log = logging.getLogger("ptxls.lowering.llm")
 
 MAX_RETRY_AFTER_S = 60.0
+TIMEOUT_RETRIES = 1  # a server that hung once will most likely hang again
 
 
 class LlmError(Exception):
     """A request that did not produce a reply. ``kind``: config, auth, model, unreachable,
-    timeout, rate_limit, server, bad_request."""
+    timeout, rate_limit, server, bad_request, bad_reply (not JSON / not a chat completion),
+    too_long (over ``max_reply_chars``). The message is scrubbed of the key."""
 
     def __init__(self, kind: str, message: str, *, status: int | None = None):
-        super().__init__(message)
+        super().__init__(scrub(message))
         self.kind = kind
         self.status = status
 
@@ -42,6 +66,83 @@ class ChatReply:
     seconds: float
     usage: dict | None = None
     streamed: bool = False
+    reasoning: str = ""  # reasoning_content / reasoning fields: kept, never the answer
+    notes: list[str] = field(default_factory=list)  # adaptations made for this request
+
+
+# ---- what endpoints refused, per (endpoint, model), for the life of the process
+
+# parameter → what to send instead (None: drop it)
+_adapted: dict[tuple[str, str], dict[str, str | None]] = {}
+_adapted_lock = threading.Lock()
+_hosts_told: set[str] = set()
+
+# The parameters we send and may change. The token limit has two spellings; an endpoint that
+# refuses one gets the other, and one that refuses both gets neither.
+_TOKEN_PARAMS = ("max_tokens", "max_completion_tokens")
+_ADAPTABLE = (*_TOKEN_PARAMS, "temperature", "seed", "reasoning_effort")
+_REFUSAL_WORDS = re.compile(
+    r"(?i)unsupported|not supported|does not support|unrecognized|unknown|not allowed|"
+    r"not permitted|extra (?:inputs|fields)|unexpected|invalid|only the default|not available"
+)
+
+
+def forget_adaptations() -> None:
+    """Forget what endpoints refused (tests)."""
+    with _adapted_lock:
+        _adapted.clear()
+        _hosts_told.clear()
+
+
+def _error_fields(exc) -> tuple[str | None, str | None, str]:
+    """(param, code, message) of an API error, from the SDK's parsed body and its text."""
+    body = getattr(exc, "body", None)
+    param = getattr(exc, "param", None)
+    code = getattr(exc, "code", None)
+    message = ""
+    if isinstance(body, dict):
+        inner = body.get("error") if isinstance(body.get("error"), dict) else body
+        param = param or inner.get("param")
+        code = code or inner.get("code")
+        message = str(inner.get("message") or inner.get("detail") or "")
+        if not message and body:
+            message = json.dumps(body)[:2000]
+    elif isinstance(body, str):
+        message = body
+    text = f"{message}\n{exc}"
+    return (str(param) if param else None, str(code) if code else None, text)
+
+
+def refused_parameter(exc, sent: dict) -> str | None:
+    """The parameter of ``sent`` that a 400/422 refuses, or None when it names none we sent.
+
+    Reads the body's ``param`` first (OpenAI: ``"param": "max_tokens"``), then the message:
+    a parameter we sent named in it (quoted or as a word, e.g. pydantic's
+    ``"loc": ["body", "seed"]``), together with a refusal word."""
+    param, code, text = _error_fields(exc)
+    if param:
+        p = param.rsplit(".", 1)[-1].strip("[]'\" ")
+        if p in sent and p in _ADAPTABLE:
+            return p
+    if not (_REFUSAL_WORDS.search(text) or code in ("unsupported_parameter", "unsupported_value")):
+        return None
+    lowered = text.lower()
+    # the earliest-named parameter wins: "'max_tokens' is not supported ... use
+    # 'max_completion_tokens' instead" refuses the first, not the one it suggests
+    best, best_at = None, len(lowered) + 1
+    for name in _ADAPTABLE:
+        if name not in sent:
+            continue
+        for m in re.finditer(rf"(?<![a-z_]){re.escape(name)}(?![a-z_])", lowered):
+            if m.start() < best_at:
+                best, best_at = name, m.start()
+            break
+    return best
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return scrub(text[0][:300]) if text else type(exc).__name__
 
 
 def _retry_after(exc) -> float | None:
@@ -56,9 +157,49 @@ def _retry_after(exc) -> float | None:
         return None
 
 
-def _short(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0][:300] if text else type(exc).__name__
+class _Broken(Exception):
+    """A body that stopped mid-way (connection reset, bad chunking): retried like a 5xx."""
+
+
+class _Refused(Exception):
+    """A 400 that refuses a parameter we can change; the caller adapts and asks again."""
+
+    def __init__(self, param: str, original: Exception):
+        super().__init__(param)
+        self.param = param
+        self.original = original
+
+
+@dataclass
+class _Reading:
+    """A reply being assembled from a plain JSON body or from SSE chunks."""
+
+    text: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    chars: int = 0
+    finish: str | None = None
+    model: str | None = None
+    usage: dict | None = None
+
+
+def _content_text(value) -> str:
+    """A message's content: a string, or a list of parts (``{"type": "text", "text": …}``)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "".join(
+            p.get("text", "") if isinstance(p, dict) and isinstance(p.get("text"), str) else ""
+            for p in value
+        )
+    return ""
+
+
+def _reasoning_text(message: dict) -> str:
+    for key in ("reasoning_content", "reasoning", "thinking"):
+        value = message.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
 
 
 class LlmClient:
@@ -69,7 +210,10 @@ class LlmClient:
 
         self._openai = openai
         self.settings = settings
-        self.endpoint = settings.base_url or "https://api.openai.com/v1"
+        remember_secret(settings.api_key)
+        # what people see: never credentials embedded in the URL
+        self.endpoint = public_url(settings.base_url) or "https://api.openai.com/v1"
+        self._key = (settings.base_url or "https://api.openai.com/v1", settings.model or "")
         self._client = openai.AsyncOpenAI(
             # local servers take any key; the SDK insists on one
             api_key=settings.api_key or "no-key",
@@ -77,103 +221,313 @@ class LlmClient:
             timeout=settings.timeout_s,
             max_retries=0,
         )
-        self._send_seed = settings.seed is not None
 
     async def aclose(self) -> None:
         await self._client.close()
 
-    async def _once(self, messages: list[dict], seed: int | None, on_text) -> ChatReply:
+    # ---- the request's parameters, after what this endpoint refused before
+
+    def _params(self, seed: int | None, temperature: float | None) -> dict:
         s = self.settings
-        kwargs = dict(
-            model=s.model,
-            messages=messages,
-            temperature=s.temperature,
-            max_tokens=s.max_tokens,
-        )
-        if self._send_seed and seed is not None:
-            kwargs["seed"] = seed
-        started = time.monotonic()
-        async with asyncio.timeout(s.timeout_s):
-            if not s.stream:
-                resp = await self._client.chat.completions.create(**kwargs)
-                choice = resp.choices[0] if resp.choices else None
-                text = (choice.message.content or "") if choice else ""
-                usage = resp.usage.model_dump() if getattr(resp, "usage", None) else None
-                return ChatReply(
-                    text,
-                    resp.model or s.model,
-                    choice.finish_reason if choice else None,
-                    1,
-                    time.monotonic() - started,
-                    usage,
+        params: dict = {
+            "temperature": s.temperature if temperature is None else temperature,
+            "max_tokens": s.max_tokens,
+        }
+        if seed is not None and s.seed is not None:
+            params["seed"] = seed
+        if s.reasoning_effort:
+            params["reasoning_effort"] = s.reasoning_effort
+        with _adapted_lock:
+            changes = dict(_adapted.get(self._key, {}))
+        for name, instead in changes.items():
+            if name in params:
+                value = params.pop(name)
+                if instead:
+                    params[instead] = value
+        return params
+
+    def _adapt(self, param: str, sent: dict) -> str | None:
+        """Record what to do about a refused parameter; the note to report, or None when there
+        is nothing left to try (the refusal is final)."""
+        with _adapted_lock:
+            changes = _adapted.setdefault(self._key, {})
+            if param in _TOKEN_PARAMS:
+                other = _TOKEN_PARAMS[1] if param == _TOKEN_PARAMS[0] else _TOKEN_PARAMS[0]
+                original = next((k for k, v in changes.items() if v == param), param)
+                if other not in changes and other not in changes.values():
+                    changes[original] = other
+                    return f"endpoint refused '{param}'; sent '{other}'"
+                changes[original] = None
+                changes.pop(other, None)
+                changes[other] = None
+                return (
+                    f"endpoint refused both '{_TOKEN_PARAMS[0]}' and '{_TOKEN_PARAMS[1]}'; "
+                    "sent no token limit (the endpoint's own applies)"
                 )
-            stream = await self._client.chat.completions.create(stream=True, **kwargs)
-            parts: list[str] = []
-            finish, model, usage = None, s.model, None
-            async for chunk in stream:
-                model = getattr(chunk, "model", None) or model
-                if getattr(chunk, "usage", None):
-                    usage = chunk.usage.model_dump()
-                for choice in chunk.choices or []:
-                    delta = getattr(choice.delta, "content", None) if choice.delta else None
-                    if delta:
-                        parts.append(delta)
-                        if on_text:
-                            on_text(sum(map(len, parts)))
-                    finish = choice.finish_reason or finish
-            return ChatReply(
-                "".join(parts), model, finish, 1, time.monotonic() - started, usage, True
+            if changes.get(param, "") is None:
+                return None  # already dropped, and refused again: nothing left to change
+            changes[param] = None
+        value = sent.get(param)
+        what = {
+            "temperature": "no temperature (the model's default)",
+            "seed": "no seed (replies may differ between runs)",
+            "reasoning_effort": "no reasoning_effort (the model's default)",
+        }.get(param, f"no '{param}'")
+        return f"endpoint refused '{param}' ({value!r}); sent {what}"
+
+    def _announce_key(self, notes: list[str]) -> None:
+        if not self.settings.api_key:
+            return
+        host = host_of(self.settings.base_url)
+        with _adapted_lock:
+            if host in _hosts_told:
+                return
+            _hosts_told.add(host)
+        line = f"sending the API key to {host}"
+        log.warning("%s", line)
+        notes.append(line)
+
+    # ---- one request
+
+    async def _once(self, messages: list[dict], params: dict, on_text) -> ChatReply:
+        s = self.settings
+        started = time.monotonic()
+        kwargs = dict(model=s.model, messages=messages, **params)
+        if s.stream:
+            kwargs["stream"] = True
+        try:
+            async with asyncio.timeout(s.timeout_s) as deadline:
+                async with self._client.chat.completions.with_streaming_response.create(
+                    **kwargs
+                ) as raw:
+                    ctype = (raw.headers.get("content-type") or "").lower()
+                    reading = _Reading()
+                    body = await self._read_body(raw, ctype, reading, on_text, deadline)
+        except self._openai.BadRequestError as e:
+            param = refused_parameter(e, params)
+            if param:
+                raise _Refused(param, e) from e
+            raise
+        except self._openai.UnprocessableEntityError as e:  # pydantic servers: 422 per field
+            param = refused_parameter(e, params)
+            if param:
+                raise _Refused(param, e) from e
+            raise
+        if body is not None:  # a plain JSON body
+            self._parse_plain(body, reading)
+        text = "".join(reading.text)
+        return ChatReply(
+            text,
+            reading.model or s.model or "",
+            reading.finish,
+            1,
+            time.monotonic() - started,
+            reading.usage,
+            body is None,
+            "".join(reading.reasoning),
+        )
+
+    async def _read_body(self, raw, ctype: str, reading: _Reading, on_text, deadline):
+        """Read the body within the limits. Returns the bytes of a plain JSON body, or None
+        when it was an SSE stream (then ``reading`` holds the reply)."""
+        s = self.settings
+        cap_chars = s.max_reply_chars
+        # a JSON body escapes characters (\\uXXXX: 6 bytes) and wraps them in an envelope
+        cap_bytes = cap_chars * 6 + 65536
+        declared = raw.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > cap_bytes:
+            raise LlmError(
+                "too_long",
+                f"{self.endpoint} sent a reply of {int(declared)} bytes, over the limit of "
+                f"{cap_chars} characters (ptxls.llm.maxReplyChars); not read",
             )
+        chunks: list[bytes] = []
+        size = 0
+        sse: _SseReader | None = None
+        iterator = raw.iter_bytes().__aiter__()
+        while True:
+            if sse is not None:
+                # a stream: the timeout is on silence, not on the whole reply
+                deadline.reschedule(asyncio.get_running_loop().time() + s.timeout_s)
+            try:
+                chunk = await iterator.__anext__()
+            except StopAsyncIteration:
+                break
+            except (asyncio.CancelledError, TimeoutError):
+                raise
+            except Exception as e:  # the HTTP library's read errors, after the SDK let go
+                if "timeout" in type(e).__name__.lower():
+                    raise TimeoutError from e
+                raise _Broken(f"the reply broke off ({type(e).__name__}: {_short(e)})") from e
+            size += len(chunk)
+            if size > cap_bytes:
+                raise self._too_long(size)
+            if sse is None and not chunks:
+                head = chunk.lstrip()[:5]
+                if "text/event-stream" in ctype or head.startswith((b"data:", b"event", b":")):
+                    sse = _SseReader(self.endpoint)
+            if sse is None:
+                chunks.append(chunk)
+                continue
+            for event in sse.feed(chunk):
+                self._take_chunk(event, reading)
+                if reading.chars > cap_chars:
+                    raise self._too_long(reading.chars, chars=True)
+                if on_text and reading.text:
+                    on_text(reading.chars)
+            if sse.done:
+                break
+        if sse is not None:
+            for event in sse.feed(b"\n\n"):
+                self._take_chunk(event, reading)
+            if not sse.events and not sse.done:
+                raise self._bad_reply("a stream with no data events", sse.first_line)
+            return None
+        return b"".join(chunks)
+
+    def _too_long(self, n: int, chars: bool = False) -> LlmError:
+        unit = "characters" if chars else "bytes"
+        return LlmError(
+            "too_long",
+            f"{self.endpoint} sent more than {n} {unit}, over the limit of "
+            f"{self.settings.max_reply_chars} characters per reply (ptxls.llm.maxReplyChars); "
+            "stopped reading",
+        )
+
+    def _bad_reply(self, what: str, sample: str) -> LlmError:
+        sample = sample.strip().replace("\n", " ")[:200]
+        return LlmError(
+            "bad_reply",
+            f"{self.endpoint} sent {what} (starts: {sample!r}); is the base URL an "
+            "OpenAI-compatible /v1 endpoint?",
+        )
+
+    def _parse_plain(self, body: bytes, reading: _Reading) -> None:
+        try:
+            data = json.loads(body.decode("utf-8", errors="replace"))
+        except json.JSONDecodeError as e:
+            raise self._bad_reply(
+                f"a reply that is not valid JSON ({e.msg} at byte {e.pos})",
+                body[:200].decode("utf-8", errors="replace"),
+            ) from None
+        if not isinstance(data, dict):
+            raise self._bad_reply("JSON that is not a chat completion", json.dumps(data)[:200])
+        if isinstance(data.get("error"), dict | str):
+            err = data["error"]
+            message = err.get("message") if isinstance(err, dict) else err
+            raise LlmError("server", f"{self.endpoint} answered with an error: {message}")
+        choices = data.get("choices")
+        if not isinstance(choices, list):
+            raise self._bad_reply("JSON without 'choices'", json.dumps(data)[:200])
+        reading.model = data.get("model") if isinstance(data.get("model"), str) else None
+        reading.usage = data.get("usage") if isinstance(data.get("usage"), dict) else None
+        choice = choices[0] if choices and isinstance(choices[0], dict) else {}
+        message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+        text = _content_text(message.get("content"))
+        if not text and isinstance(choice.get("text"), str):  # completions-style servers
+            text = choice["text"]
+        reasoning = _reasoning_text(message)
+        reading.text, reading.reasoning = [text], [reasoning]
+        reading.chars = len(text) + len(reasoning)
+        reading.finish = choice.get("finish_reason")
+        if reading.chars > self.settings.max_reply_chars:
+            raise self._too_long(reading.chars, chars=True)
+
+    def _take_chunk(self, data, reading: _Reading) -> None:
+        if not isinstance(data, dict):
+            return
+        if isinstance(data.get("error"), dict | str):
+            err = data["error"]
+            message = err.get("message") if isinstance(err, dict) else err
+            raise LlmError("server", f"{self.endpoint} broke off the stream: {message}")
+        if isinstance(data.get("model"), str) and data["model"]:
+            reading.model = data["model"]
+        if isinstance(data.get("usage"), dict):
+            reading.usage = data["usage"]
+        for choice in data.get("choices") or []:
+            if not isinstance(choice, dict):
+                continue
+            delta = choice.get("delta")
+            if not isinstance(delta, dict):
+                delta = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+            piece = _content_text(delta.get("content"))
+            thought = _reasoning_text(delta)
+            if piece:
+                reading.text.append(piece)
+            if thought:
+                reading.reasoning.append(thought)
+            reading.chars += len(piece) + len(thought)
+            if choice.get("finish_reason"):
+                reading.finish = choice["finish_reason"]
+
+    # ---- the public call
 
     async def chat(
         self,
         messages: list[dict],
         *,
         seed: int | None = None,
+        temperature: float | None = None,
         on_text: Callable[[int], None] | None = None,
         on_retry: Callable[[str, float], None] | None = None,
+        deadline: float | None = None,
     ) -> ChatReply:
-        """One reply, retried on transient failures. ``on_text(chars)`` sees streaming
-        progress; ``on_retry(reason, wait_s)`` each retry. Raises LlmError."""
+        """One reply, retried on transient failures. ``temperature`` overrides the setting for
+        this request (None: the setting); ``on_text(chars)`` sees streaming progress;
+        ``on_retry(reason, wait_s)`` each retry; ``deadline`` (``time.monotonic()``) is when
+        the caller's budget ends: no retry waits past it. Raises LlmError."""
         o = self._openai
         s = self.settings
-        attempt = 0
+        attempt = timeouts = 0
+        notes: list[str] = []
+        self._announce_key(notes)
         while True:
             attempt += 1
+            params = self._params(seed, temperature)
             try:
-                reply = await self._once(messages, seed, on_text)
+                reply = await self._once(messages, params, on_text)
                 reply.attempts = attempt
+                reply.notes = notes
                 return reply
             except asyncio.CancelledError:
                 raise
-            except o.AuthenticationError as e:
+            except LlmError:
+                raise
+            except _Refused as r:
+                note = self._adapt(r.param, params)
+                if note is None:
+                    raise LlmError(
+                        "bad_request",
+                        f"{self.endpoint} rejected the request (HTTP 400) and refused "
+                        f"'{r.param}' again after it was changed: {_short(r.original)}",
+                        status=400,
+                    ) from None
+                log.info("%s (model %s)", note, s.model)
+                notes.append(note)
+                attempt -= 1  # an adaptation is not a retry
+                continue
+            except o.AuthenticationError:
                 raise LlmError(
                     "auth",
                     f"{self.endpoint} refused the API key (HTTP 401). Check OPENAI_API_KEY in "
                     "the environment the server runs in.",
                     status=401,
-                ) from e
+                ) from None
             except o.PermissionDeniedError as e:
                 raise LlmError(
                     "auth", f"{self.endpoint} denied access (HTTP 403): {_short(e)}", status=403
-                ) from e
+                ) from None
             except o.NotFoundError as e:
-                raise LlmError("model", await self._model_message(e), status=404) from e
+                raise LlmError("model", await self._model_message(e), status=404) from None
             except o.BadRequestError as e:
                 text = str(e).lower()
-                if "seed" in text and self._send_seed:
-                    # some servers reject the seed parameter: drop it once, quietly
-                    log.info("endpoint rejected 'seed'; retrying without it")
-                    self._send_seed = False
-                    attempt -= 1
-                    continue
                 if "model" in text and ("not found" in text or "does not exist" in text):
-                    raise LlmError("model", await self._model_message(e), status=400) from e
+                    raise LlmError("model", await self._model_message(e), status=400) from None
                 raise LlmError(
                     "bad_request",
                     f"{self.endpoint} rejected the request (HTTP 400): {_short(e)}",
                     status=400,
-                ) from e
+                ) from None
             except (o.RateLimitError, o.InternalServerError, o.APIStatusError) as e:
                 status = getattr(e, "status_code", None)
                 if isinstance(e, o.RateLimitError) and "insufficient_quota" in str(e):
@@ -181,40 +535,56 @@ class LlmClient:
                         "rate_limit",
                         f"{self.endpoint}: quota exhausted (HTTP 429): {_short(e)}",
                         status=429,
-                    ) from e
+                    ) from None
                 if status is not None and status < 500 and status != 429:
                     raise LlmError(
                         "bad_request",
                         f"{self.endpoint} answered HTTP {status}: {_short(e)}",
                         status=status,
-                    ) from e
+                    ) from None
                 kind = "rate_limit" if status == 429 else "server"
                 reason = f"HTTP {status}"
                 final = (
                     f"{self.endpoint} kept failing ({reason}: {_short(e)}) after {attempt} attempts"
                 )
                 wait = _retry_after(e)
-            except (o.APITimeoutError, TimeoutError) as e:
-                kind, reason = "timeout", f"no reply within {s.timeout_s:g} s"
-                final = f"{self.endpoint} did not answer within {s.timeout_s:g} s ({attempt} attempts); raise ptxls.llm.timeout or check the server"
+            except (o.APITimeoutError, TimeoutError):
+                timeouts += 1
+                kind = "timeout"
+                reason = f"no reply within {s.timeout_s:g} s" + (" of silence" if s.stream else "")
+                final = (
+                    f"{self.endpoint} did not answer within {s.timeout_s:g} s"
+                    f"{' of silence' if s.stream else ''} ({attempt} attempts); raise "
+                    "ptxls.llm.timeoutSeconds (PTXLS_LLM_TIMEOUT) for a slow model, or check "
+                    "the server"
+                )
                 wait = None
-                del e
+                if timeouts > TIMEOUT_RETRIES:
+                    raise LlmError(kind, final) from None
             except o.APIConnectionError as e:
                 kind, reason = "unreachable", f"cannot connect ({_short(e)})"
-                final = f"cannot reach {self.endpoint}: {_short(e.__cause__ or e)}. Is the server running and the URL right (ptxls.llm.baseUrl / OPENAI_BASE_URL)?"
+                final = (
+                    f"cannot reach {self.endpoint}: {_short(e.__cause__ or e)}. Is the server "
+                    "running and the URL right (ptxls.llm.baseUrl / OPENAI_BASE_URL)?"
+                )
                 wait = None
-            except o.APIError as e:  # e.g. a stream that broke mid-way
-                kind, reason = "server", f"{type(e).__name__}: {_short(e)}"
+            except (o.APIError, _Broken) as e:  # e.g. a stream that broke mid-way
+                kind, reason = (
+                    "server",
+                    (str(e) if isinstance(e, _Broken) else f"{type(e).__name__}: {_short(e)}"),
+                )
                 final = f"{self.endpoint}: {reason} after {attempt} attempts"
                 wait = None
             if attempt > s.retries:
                 raise LlmError(kind, final)
             delay = wait if wait is not None else s.retry_backoff_s * (2 ** (attempt - 1))
+            if deadline is not None and time.monotonic() + delay >= deadline:
+                raise LlmError(kind, final + "; the time budget (ptxls.llm.budgetSeconds) is spent")
             log.info(
                 "LLM request failed (%s); retry %d/%d in %.2f s", reason, attempt, s.retries, delay
             )
             if on_retry:
-                on_retry(reason, delay)
+                on_retry(scrub(reason), delay)
             await asyncio.sleep(delay)
 
     async def _model_message(self, exc) -> str:
@@ -229,3 +599,53 @@ class LlmClient:
         except Exception:  # noqa: BLE001 - listing models is a courtesy; its failure changes nothing
             pass
         return msg + " Set PTXLS_MODEL or the setting ptxls.llm.model."
+
+
+class _SseReader:
+    """Server-sent events from byte chunks: yields each ``data:`` payload parsed as JSON.
+    Lines are split as they arrive (bytes kept only up to the last newline), so reading is
+    linear in the stream's size."""
+
+    def __init__(self, endpoint: str):
+        self.endpoint = endpoint
+        self.done = False
+        self._pending = b""
+        self._data: list[bytes] = []
+        self.events = 0
+        self.first_line = ""  # for the message when nothing in the stream is an event
+
+    def feed(self, chunk: bytes):
+        buf = self._pending + chunk
+        lines = buf.split(b"\n")
+        self._pending = lines.pop()
+        for line in lines:
+            line = line.rstrip(b"\r")
+            if not self.first_line and line.strip():
+                self.first_line = line[:200].decode("utf-8", errors="replace")
+            if not line:
+                if self._data:
+                    payload, self._data = b"\n".join(self._data), []
+                    event = self._event(payload)
+                    if event is not None:
+                        yield event
+                continue
+            if line.startswith(b"data:"):
+                value = line[5:]
+                if value.startswith(b" "):
+                    value = value[1:]
+                self._data.append(value)
+            # "event:", "id:", "retry:" and ":" comments carry nothing we use
+
+    def _event(self, payload: bytes):
+        if payload.strip() == b"[DONE]":
+            self.done = True
+            return None
+        self.events += 1
+        try:
+            return json.loads(payload.decode("utf-8", errors="replace"))
+        except json.JSONDecodeError as e:
+            raise LlmError(
+                "bad_reply",
+                f"{self.endpoint} sent a stream chunk that is not valid JSON ({e.msg}; starts: "
+                f"{payload[:120].decode('utf-8', errors='replace')!r})",
+            ) from None

@@ -32,6 +32,9 @@ CONFIG_KEYS = {
     "fewshot": "fewshot_count",
     "arch": "arch",
     "stream": "stream",
+    "reasoningEffort": "reasoning_effort",
+    "maxReplyChars": "max_reply_chars",
+    "budgetSeconds": "budget_s",
     # the spellings of the VS Code extension's contributed settings
     "maxRounds": "rounds",
     "timeoutSeconds": "timeout_s",
@@ -50,7 +53,13 @@ ENV_KEYS = {
     "PTXLS_LLM_STRATEGY": "strategy",
     "PTXLS_LLM_RETRIES": "retries",
     "PTXLS_LLM_RETRY_BACKOFF": "retry_backoff_s",
+    "PTXLS_LLM_STREAM": "stream",
+    "PTXLS_LLM_REASONING_EFFORT": "reasoning_effort",
+    "PTXLS_REASONING_EFFORT": "reasoning_effort",
+    "PTXLS_LLM_MAX_REPLY_CHARS": "max_reply_chars",
+    "PTXLS_LLM_BUDGET_SECONDS": "budget_s",
 }
+REASONING_EFFORTS = ("low", "medium", "high")
 
 
 @dataclass
@@ -61,15 +70,25 @@ class LlmSettings:
     temperature: float = 0.1  # low: PTX is not creative writing, and repeats should agree
     seed: int | None = 1234  # sent where the endpoint accepts one
     max_tokens: int = 8192
-    timeout_s: float = 120.0  # per request
+    # Per request. Non-streamed: the whole reply; streamed: the longest silence between two
+    # chunks (a slow model that keeps sending is never cut). A timeout is retried once only, so
+    # a hung endpoint gives up after about 2 × timeout_s (3 minutes) with the defaults.
+    timeout_s: float = 90.0
     candidates: int = 2
     rounds: int = 5  # generate + up to rounds-1 repairs per candidate
     strategy: str = "direct"  # "plan": ask for a step plan first, then the PTX
-    retries: int = 4  # on 429, 5xx, timeouts, connection errors
+    retries: int = 4  # on 429, 5xx, connection errors (a timeout: once)
     retry_backoff_s: float = 1.0  # first wait; doubles each retry (Retry-After wins)
     fewshot_count: int = 2
     arch: str = "sm_90"
     stream: bool = True
+    # "low" | "medium" | "high", sent as reasoning_effort; None: not sent (the model's default)
+    reasoning_effort: str | None = None
+    # a reply longer than this is refused (a stream stops being read there): 400 KB is ~100k
+    # tokens, far more than any kernel, and keeps a runaway endpoint from filling memory
+    max_reply_chars: int = 400_000
+    # total seconds one lowering may spend (all candidates and rounds); the loop stops there
+    budget_s: float = 600.0
 
     @property
     def endpoint_configured(self) -> bool:
@@ -110,6 +129,13 @@ class LlmSettings:
 def _coerce(name: str, value: object) -> object:
     """Convert a config/env value to the field's type; raise ValueError when it cannot be."""
     default = getattr(LlmSettings, name, None)
+    if name == "reasoning_effort":
+        v = "" if value is None else str(value).strip().lower()
+        if v in ("", "none", "default"):
+            return None
+        if v not in REASONING_EFFORTS:
+            raise ValueError(f"must be one of {', '.join(REASONING_EFFORTS)} or empty")
+        return v
     if name in ("base_url", "model", "arch"):
         if value is None or value == "":
             return None if name != "arch" else "sm_90"
@@ -131,7 +157,7 @@ def _coerce(name: str, value: object) -> object:
         return bool(value)
     if isinstance(default, int):
         v = int(value)
-        low = 1 if name in ("candidates", "rounds", "max_tokens") else 0
+        low = {"candidates": 1, "rounds": 1, "max_tokens": 1, "max_reply_chars": 1000}.get(name, 0)
         if v < low:
             raise ValueError(f"must be at least {low}")
         return v

@@ -26,6 +26,14 @@ class Step:
     error: str = ""  # message of an error body (status != 200)
     chunk_size: int = 40  # characters per SSE chunk when streaming
     finish_reason: str = "stop"
+    # what real endpoints also do
+    reasoning: str = ""  # sent as reasoning_content (whole message, or deltas before the text)
+    reasoning_field: str = "reasoning_content"  # OpenRouter/Ollama say "reasoning"
+    raw_body: bytes | None = None  # sent as-is (status, content_type) instead of a completion
+    content_type: str = "application/json"
+    error_body: dict | None = None  # the whole JSON error body (status != 200)
+    echo_key: bool = False  # put the request's bearer token into the error message, as some do
+    stall: float = 0.0  # streaming: stop sending for this long after the first chunk
 
 
 def reply(content: str, **kw) -> Step:
@@ -37,6 +45,43 @@ def fenced(ptx: str, prose: str = "Launch with block 256, grid ceil(n/256).") ->
 
 
 Responder = Callable[[dict, int], Step]
+
+# OpenAI's own 400 bodies for a reasoning model (o1/o3/o4-mini/gpt-5), verbatim
+OPENAI_MAX_TOKENS_REFUSAL = {
+    "error": {
+        "message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+        "Use 'max_completion_tokens' instead.",
+        "type": "invalid_request_error",
+        "param": "max_tokens",
+        "code": "unsupported_parameter",
+    }
+}
+
+
+def openai_temperature_refusal(value) -> dict:
+    return {
+        "error": {
+            "message": f"Unsupported value: 'temperature' does not support {value} with this "
+            "model. Only the default (1) value is supported.",
+            "type": "invalid_request_error",
+            "param": "temperature",
+            "code": "unsupported_value",
+        }
+    }
+
+
+def reasoning_model_gate(body: dict) -> tuple[int, dict] | None:
+    """What OpenAI's reasoning models refuse: max_tokens, and any temperature but 1."""
+    if "max_tokens" in body:
+        return 400, OPENAI_MAX_TOKENS_REFUSAL
+    if "temperature" in body and body["temperature"] != 1:
+        return 400, openai_temperature_refusal(body["temperature"])
+    return None
+
+
+# A gate sees each chat request before the script does and may answer it (status, JSON body);
+# the request does not consume a step then.
+Gate = Callable[[dict], "tuple[int, dict] | None"]
 
 
 @dataclass
@@ -52,8 +97,10 @@ class ScriptedLLM:
         self,
         script: list[Step] | Responder | None = None,
         models: tuple[str, ...] = ("scripted-model",),
+        gate: Gate | None = None,
     ):
         self._script = script if script is not None else []
+        self.gate = gate
         self.models = models
         self.requests: list[Seen] = []
         self._lock = threading.Lock()
@@ -184,20 +231,31 @@ def _make_handler(owner: ScriptedLLM):
                     },
                 )
                 return
+            if owner.gate is not None:
+                refusal = owner.gate(body)
+                if refusal is not None:
+                    self._json(refusal[0], refusal[1])
+                    return
             step = owner.next_step(body)
             if step.delay and owner.wait_closing(step.delay):
                 return
+            if step.raw_body is not None:
+                self.send_response(step.status)
+                self.send_header("Content-Type", step.content_type)
+                self.send_header("Content-Length", str(len(step.raw_body)))
+                self.end_headers()
+                self.wfile.write(step.raw_body)
+                return
             if step.status != 200:
-                self._json(
-                    step.status,
-                    {
-                        "error": {
-                            "message": step.error or f"scripted status {step.status}",
-                            "type": "scripted",
-                        }
-                    },
-                    step.headers,
-                )
+                message = step.error or f"scripted status {step.status}"
+                if step.echo_key:
+                    auth = self.headers.get("Authorization") or ""
+                    token = auth.split(" ", 1)[-1]
+                    message = message.replace("{key}", token)
+                    if "{key}" not in (step.error or ""):
+                        message += f" (key: {token}; header: Authorization: {auth})"
+                payload = step.error_body or {"error": {"message": message, "type": "scripted"}}
+                self._json(step.status, payload, step.headers)
                 return
             model = body.get("model")
             created = int(time.time())
@@ -214,7 +272,13 @@ def _make_handler(owner: ScriptedLLM):
                     "choices": [
                         {
                             "index": 0,
-                            "message": {"role": "assistant", "content": step.content},
+                            "message": {
+                                "role": "assistant",
+                                "content": step.content,
+                                **(
+                                    {step.reasoning_field: step.reasoning} if step.reasoning else {}
+                                ),
+                            },
                             "finish_reason": step.finish_reason,
                         }
                     ],
@@ -250,6 +314,11 @@ def _make_handler(owner: ScriptedLLM):
 
             try:
                 event({"role": "assistant", "content": ""}, None)
+                thought = step.reasoning
+                for i in range(0, len(thought), max(step.chunk_size, 1)):
+                    event({step.reasoning_field: thought[i : i + step.chunk_size]}, None)
+                if step.stall and owner.wait_closing(step.stall):
+                    return
                 text = step.content
                 for i in range(0, len(text), max(step.chunk_size, 1)):
                     event({"content": text[i : i + step.chunk_size]}, None)
