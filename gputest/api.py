@@ -33,6 +33,7 @@ from .report import (
     format_table,
 )  # fmt: skip
 from .spec import TestSpec
+from .spec_check import check_spec
 from .supervisor import Supervisor, shared_supervisor
 
 __all__ = [
@@ -92,6 +93,7 @@ async def run_gpu_test(
     seed: int | None = None,
     time_it: bool = True,
     on_progress: Callable[[str], None] | None = None,
+    trusted: bool = False,
 ) -> TestReport:
     """Test ``kernel`` of ``ptx_text`` on the GPU. The spec comes from ``spec``, else the paired
     CUDA (``reference_cuda`` or found beside ``ptx_path``) and/or the PTX's ``@gputest``
@@ -106,6 +108,7 @@ async def run_gpu_test(
         kernel_source=("ptx", ptx_text), kernel=kernel, resolution=resolution, sizes=sizes,
         timeout_s=timeout_s, supervisor=supervisor, arch=arch, ptxas=ptxas, nvcc=nvcc, seed=seed,
         time_it=time_it, on_progress=on_progress, explicit_cuda_ref=reference_cuda is not None,
+        trusted=trusted,
     )  # fmt: skip
     report.seconds = time.monotonic() - started
     return report
@@ -154,7 +157,7 @@ async def run_gpu_test_file(
 async def _run(
     *, kernel_source, kernel, resolution: SpecResolution, sizes=None, timeout_s=DEFAULT_TIMEOUT_S,
     supervisor=None, arch=None, ptxas=None, nvcc=None, seed=None, time_it=True, on_progress=None,
-    explicit_cuda_ref=False,
+    explicit_cuda_ref=False, trusted=False,
 ) -> TestReport:  # fmt: skip
     spec = resolution.spec
     if spec is None or resolution.problems:
@@ -163,6 +166,11 @@ async def _run(
     spec = TestSpec.from_dict(spec.to_dict())  # callers keep theirs unchanged
     if sizes:
         spec.sizes = list(sizes)
+    # The spec is text from the repository: bounded, whitelisted, off the event loop.
+    problems = await asyncio.to_thread(check_spec, spec, trusted=trusted)
+    if problems:
+        return TestReport(kernel, SPEC_ERROR, problems=problems,
+                          summary="the test spec has problems; nothing ran")  # fmt: skip
     run_seed = (
         seed
         if seed is not None
@@ -234,7 +242,7 @@ async def _run(
         )
         report.reference = f"nvcc -O3 {where} ({rb.tool.split(' (')[0]})"
     elif ref_kind == "numpy":
-        ref_req = {"kind": "numpy", "expr": spec.numpy_ref}
+        ref_req = {"kind": "numpy", "expr": spec.numpy_ref, "trusted": trusted}
         report.reference = f"numpy in float64: {spec.numpy_ref}"
     else:
         ref_req = {"kind": "self"}

@@ -45,6 +45,12 @@ def add_parser(subparsers) -> None:
     )
     p.add_argument("--seed", type=int, help="replay a run: the seed its report showed")
     p.add_argument("--json", action="store_true", help="print the reports as JSON")
+    p.add_argument(
+        "--trust",
+        action="store_true",
+        help="run a numpy reference (ref:) that ptxls's restricted evaluator refuses as Python "
+        "code: only for files you trust (see SECURITY.md)",
+    )
 
 
 def _sizes(raw: list[str] | None) -> list[int] | None:
@@ -76,6 +82,7 @@ async def _run(args: argparse.Namespace, sizes: list[int] | None):
         return await run_gpu_test_file(
             args.file, args.kernel, ref=args.ref, sizes=sizes, arch=args.arch, ptxas=args.ptxas,
             timeout_s=args.timeout, seed=args.seed, on_progress=progress,
+            trusted=bool(getattr(args, "trust", False)),
         )  # fmt: skip
     finally:
         await shared_supervisor().close()
