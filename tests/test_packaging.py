@@ -24,3 +24,30 @@ def test_package_data_globs_match_files():
         folder = ROOT / CONFIG["package-dir"][package]
         for pattern in globs:
             assert list(folder.glob(pattern)), f"{package}: {pattern} matches nothing"
+
+
+def test_wheel_builds_quietly_and_carries_the_data(tmp_path):
+    """No setuptools warnings (each data folder used to print a "Package ... is absent" screen)."""
+    import subprocess
+    import sys
+    import zipfile
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-v", "--no-deps"]
+        + ["--no-cache-dir", str(ROOT), "-w", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    output = proc.stdout + proc.stderr
+    assert "is absent from the `packages`" not in output, output[-3000:]
+    assert "SetuptoolsDeprecationWarning" not in output, output[-3000:]
+    (wheel,) = tmp_path.glob("ptxls-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for package, globs in CONFIG["package-data"].items():
+        folder = ROOT / CONFIG["package-dir"][package]
+        prefix = package.replace(".", "/")
+        for pattern in globs:
+            for f in folder.glob(pattern):
+                assert f"{prefix}/{f.relative_to(folder).as_posix()}" in names, f
