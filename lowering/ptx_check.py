@@ -8,10 +8,17 @@ model which of forty loads is wrong.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass, field
 
-from ptxls.diagnostics.engine import PtxasUnavailable, PtxCheckOptions, check_ptx, split_lines
+from ptxls.diagnostics.engine import (
+    PtxasUnavailable,
+    PtxCheckOptions,
+    check_ptx,
+    instant_check,
+    split_lines,
+)
 from ptxls.diagnostics.model import Problem, Severity
 from ptxls.diagnostics.ptx_parse import parse_ptx
 
@@ -46,16 +53,152 @@ def quote_line(lines: list[str], line: int, context: int = CONTEXT_LINES) -> str
     return "\n".join(out)
 
 
-def format_problems(text: str, problems: list[Problem], tool_name: str = "ptxas") -> str:
+# ptxas reports one mistake several times on the same line: an unknown register first makes
+# "Unknown symbol '%f9'" and then "Arguments mismatch for instruction 'add'" (the operand has no
+# type). The model should get one item per cause, the cause first.
+_CAUSE_FIRST = (
+    "unknown symbol",
+    "is not declared",
+    "undefined",
+    "not defined",
+    "unsupported .version",
+    "unsupported .target",
+    "not supported on .target",
+    "requires",
+)
+_CONSEQUENCES = ("arguments mismatch", "illegal operand type", "operand ", "syntax error")
+
+
+def _rank(message: str) -> int:
+    low = message.lower()
+    if any(c in low for c in _CAUSE_FIRST):
+        return 0
+    if any(c in low for c in _CONSEQUENCES):
+        return 2
+    return 1
+
+
+@dataclass
+class FeedbackItem:
+    line: int  # 0-based
+    cause: str
+    also: list[str] = field(default_factory=list)  # what ptxas said as a consequence
+    hints: list[str] = field(default_factory=list)  # the project's clearer words
+
+
+def fold_problems(problems: list[Problem], hints: list[Problem] = ()) -> list[FeedbackItem]:
+    """One item per line and cause: the root cause first, what follows from it listed under it,
+    and the lints' hints for the same line (the ``.reg`` range that would declare a register)."""
+    by_line: dict[int, list[Problem]] = {}
+    for p in problems:
+        by_line.setdefault(p.line, []).append(p)
+    items = []
+    for line in sorted(by_line):
+        msgs: list[str] = []
+        for p in sorted(by_line[line], key=lambda q: (_rank(q.message), q.col)):
+            if p.message not in msgs:
+                msgs.append(p.message)
+        causes = [m for m in msgs if _rank(m) < 2] or msgs[:1]
+        rest = [m for m in msgs if m not in causes]
+        for i, cause in enumerate(causes):
+            item = FeedbackItem(line, cause, rest if i == 0 else [])
+            items.append(item)
+        line_hints = [h.message for h in hints if h.line == line and h.message not in msgs]
+        if line_hints and items:
+            items[-1].hints.extend(line_hints)
+    return items
+
+
+def _reg_fix(hint: str) -> str:
+    """'register '%f9' is not declared ('.reg .f32 %f<4>' on line 20 declares %f0 to %f3)' →
+    the declaration that would cover it."""
+    m = re.search(
+        r"register '(%[A-Za-z_]+)(\d+)'.*'\.reg (\.\w+) %[A-Za-z_]+<(\d+)>' on line (\d+)", hint
+    )
+    if not m:
+        return ""
+    prefix, idx, typ, _count, line = m.groups()
+    return (
+        f" To keep {prefix}{idx}, declare '.reg {typ} {prefix}<{int(idx) + 1}>' on line {line} "
+        "(or use a register that is declared)."
+    )
+
+
+def format_problems(
+    text: str,
+    problems: list[Problem],
+    tool_name: str = "ptxas",
+    hints: list[Problem] = (),
+    extra: dict[int, str] | None = None,
+) -> str:
     lines = split_lines(text)
-    shown = problems[:MAX_ERRORS_IN_FEEDBACK]
+    items = fold_problems(problems, hints)
+    shown = items[:MAX_ERRORS_IN_FEEDBACK]
     parts = []
-    for p in shown:
-        where = f"line {p.line + 1}" if lines else "the file"
-        parts.append(f"{tool_name} error at {where}: {p.message}\n{quote_line(lines, p.line)}")
-    if len(problems) > len(shown):
-        parts.append(f"... and {len(problems) - len(shown)} more errors; fix the ones above first.")
+    for it in shown:
+        where = f"line {it.line + 1}" if lines else "the file"
+        head = f"{tool_name} error at {where}: {it.cause}"
+        if it.also:
+            head += (
+                "\n  (ptxas also says, as a consequence on the same line: "
+                + "; ".join(it.also)
+                + ")"
+            )
+        for h in it.hints:
+            head += f"\n  hint: {h}.{_reg_fix(h)}"
+        if extra and it.line in extra:
+            head += "\n  " + extra[it.line]
+        body = quote_line(lines, it.line) if lines else ""
+        parts.append(head + ("\n" + body if body else ""))
+    if len(items) > len(shown):
+        parts.append(f"... and {len(items) - len(shown)} more errors; fix the ones above first.")
     return "\n\n".join(parts)
+
+
+_HELP_TARGETS: dict[str, list[str]] = {}
+
+
+def accepted_targets(ptxas_path: str | None = None) -> list[str]:
+    """The sm_XX values this ptxas takes for -arch, from its own ``--help`` (cached)."""
+    try:
+        from ptxls.diagnostics.toolchain import find_ptxas
+
+        tool = find_ptxas(ptxas_path)
+    except Exception:  # noqa: BLE001 - no ptxas: no list
+        return []
+    if tool.path in _HELP_TARGETS:
+        return _HELP_TARGETS[tool.path]
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            [tool.path, "--help"], capture_output=True, text=True, timeout=20
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        out = ""
+    m = re.search(r"--gpu-name.*?Allowed values for this option:(.*?)(?:\n\s*\n|\n--)", out, re.S)
+    found = re.findall(r"'(sm_\d+[af]?)'", m.group(1)) if m else []
+    names = sorted(set(found), key=lambda t: (int(re.sub(r"\D", "", t)), t))
+    _HELP_TARGETS[tool.path] = names
+    return names
+
+
+def target_feedback(problems: list[Problem], ptxas_path: str | None) -> str:
+    """When ptxas rejects the target itself, the targets it accepts (the model cannot guess)."""
+    bad = [
+        p
+        for p in problems
+        if "gpu-name" in p.message
+        or "Unsupported .target" in p.message
+        or ".target" in p.message
+        and "not" in p.message.lower()
+    ]
+    if not bad:
+        return ""
+    names = accepted_targets(ptxas_path)
+    if not names:
+        return ""
+    return "This ptxas accepts these targets: " + ", ".join(names) + "."
 
 
 async def compile_check(
@@ -73,7 +216,15 @@ async def compile_check(
     warnings = [p for p in result.problems if p.severity is Severity.WARNING]
     check = CompileCheck(not errors, errors, warnings, result.tool, result.arch)
     if errors:
-        check.feedback = format_problems(ptx, errors)
+        # the lints' words for lines where ptxas spoke (merge() keeps ptxas's): the hints
+        _module, lints = instant_check(ptx) if len(ptx) < 200_000 else (None, [])
+        hints = [
+            q for q in lints if q.severity is Severity.ERROR and q.code == "undeclared-register"
+        ]
+        check.feedback = format_problems(ptx, errors, hints=hints)
+        targets = await asyncio.to_thread(target_feedback, errors, ptxas_path)
+        if targets:
+            check.feedback += "\n\n" + targets
     return check
 
 
@@ -154,6 +305,33 @@ def interface_problems(ptx: str, kernel: str, params: list[ExpectedParam] | None
     return problems
 
 
+def _param_base(ptx_name: str, kernel: str) -> str:
+    """``vec_add_param_a`` → ``a``; ``a`` → ``a``; ``vec_add_param_0`` → ``0`` (no name)."""
+    for prefix in (f"{kernel}_param_", "param_", "p_"):
+        if ptx_name.startswith(prefix):
+            return ptx_name[len(prefix) :]
+    return ptx_name
+
+
+def param_order_warning(ptx: str, kernel: str, params: list[ExpectedParam] | None) -> str:
+    """A warning when the PTX names its parameters after the source's but in another order
+    (``vec_add(b, a, c, n)``): the widths may all match, yet the test would pass ``a`` where the
+    kernel reads ``b``. Judged by names only, so PTX with numbered params is not judged."""
+    if not params:
+        return ""
+    entry = next((e for e in parse_ptx(ptx)[0].entries if e.name == kernel), None)
+    if entry is None or len(entry.params) != len(params):
+        return ""
+    got = [_param_base(p.name, kernel) for p in entry.params]
+    want = [p.name for p in params]
+    if sorted(got) != sorted(want) or got == want:
+        return ""
+    return (
+        f"parameter order differs from the source: the PTX declares ({', '.join(got)}) but the "
+        f"source is ({', '.join(want)}); the test passes arguments in the source's order"
+    )
+
+
 __all__ = [
     "CompileCheck",
     "ExpectedParam",
@@ -161,5 +339,7 @@ __all__ = [
     "compile_check",
     "format_problems",
     "interface_problems",
+    "param_order_warning",
+    "fold_problems",
     "quote_line",
 ]

@@ -2,9 +2,15 @@
 
 Written under ``<workspace>/.ptxls/transcripts/`` so a result can be audited ("what did the
 model see, what did ptxas say in round 3?") and replayed (``replay``: the recorded replies go
-through today's extraction and ptxas again, no model needed). Secrets never reach the file:
-every string is scrubbed of the API key and of anything that looks like an ``Authorization``
-header or a bearer token before it is written, and headers are never recorded at all.
+through today's extraction and ptxas again, no model needed).
+
+Sized linearly: the long, fixed part of a conversation (system rules, examples, the task) is
+recorded once per conversation (kind ``prompt``); each ``request`` record then carries only what
+changed since (the latest attempt and its feedback), each ``reply`` its text once.
+
+Secrets never reach the file: every string goes through ``lowering.secrets.scrub`` (the API key,
+anything shaped like a key or bearer token), header-like keys are redacted, and headers are never
+recorded at all. The file is created with no-follow semantics inside its root (``safe_write``).
 """
 
 from __future__ import annotations
@@ -17,9 +23,10 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
+from . import safe_write
+from .secrets import REDACTED, scrub
+
 TRANSCRIPTS_DIR = Path(".ptxls") / "transcripts"
-REDACTED = "[redacted]"
-_BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}")
 _AUTH_KEYS = {"authorization", "api_key", "api-key", "apikey", "x-api-key"}
 
 
@@ -27,7 +34,7 @@ def _scrub(value, secrets: tuple[str, ...]):
     if isinstance(value, str):
         for s in secrets:
             value = value.replace(s, REDACTED)
-        return _BEARER.sub(r"\1" + REDACTED, value)
+        return scrub(value)
     if isinstance(value, dict):
         return {
             k: (REDACTED if str(k).lower() in _AUTH_KEYS else _scrub(v, secrets))
@@ -51,28 +58,48 @@ class Transcript:
         self._secrets = tuple(s for s in secrets if s and len(s) >= 6)
         self._lock = threading.Lock()
         self.records: list[dict] = []
-        if path is not None:
+        self.bytes_written = 0
+        self.write_error = ""  # set once when the file could not be written (the loop goes on)
+        if path is not None and not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch()
 
     @classmethod
     def create(cls, root: Path, label: str, secrets: Iterable[str | None] = ()) -> Transcript:
+        """A new transcript file under ``root/.ptxls/transcripts``, created without following
+        links and refused outside ``root`` (then the records stay in memory, and say why)."""
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         folder = Path(root) / TRANSCRIPTS_DIR
-        path = folder / f"{stamp}-{_slug(label)}-{os.getpid()}.jsonl"
-        n = 1
-        while path.exists():
-            n += 1
-            path = folder / f"{stamp}-{_slug(label)}-{os.getpid()}-{n}.jsonl"
-        return cls(path, secrets)
+        for n in range(1, 1000):
+            suffix = "" if n == 1 else f"-{n}"
+            path = folder / f"{stamp}-{_slug(label)}-{os.getpid()}{suffix}.jsonl"
+            try:
+                created = safe_write.create_new(path, root=root)
+            except FileExistsError:
+                continue
+            except (safe_write.UnsafeWrite, OSError) as e:
+                t = cls(None, secrets)
+                t.write_error = f"transcript not written: {e}"
+                return t
+            t = cls(None, secrets)
+            t.path = created
+            return t
+        t = cls(None, secrets)
+        t.write_error = f"transcript not written: no free name in {folder}"
+        return t
 
     def record(self, kind: str, **data) -> dict:
         rec = {"t": _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds"), "kind": kind}
         rec.update(_scrub(data, self._secrets))
         with self._lock:
             self.records.append(rec)
-            if self.path is not None:
-                with self.path.open("a", encoding="utf-8") as f:
-                    f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            if self.path is not None and not self.write_error:
+                line = json.dumps(rec, ensure_ascii=False) + "\n"
+                try:
+                    safe_write.append_text(self.path, line)
+                    self.bytes_written += len(line.encode("utf-8"))
+                except (safe_write.UnsafeWrite, OSError) as e:
+                    self.write_error = f"transcript {self.path} no longer written: {e}"
         return rec
 
 

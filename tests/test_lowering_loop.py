@@ -105,18 +105,50 @@ async def test_broken_then_fixed_feeds_back_the_message_and_the_offending_line(l
     assert "not GPU-tested" in result.message
 
 
-async def test_never_fixed_stops_at_max_rounds_and_reports_each_round(llm):
-    result, _ = await run(llm, [Step(fenced(BROKEN_VEC_ADD))] * 5, rounds=3)
+async def test_stuck_model_changes_tack_then_stops_early_with_the_reason(llm):
+    # the same broken PTX every time: round 2 repeats round 1, so round 3 is a fresh
+    # conversation (summary of what failed, another approach, warmer); when that fails the same
+    # way the candidate stops, 2 rounds before the limit, and says why
+    transcript = Transcript(None, [SECRET])
+    result, _ = await run(llm, [Step(fenced(BROKEN_VEC_ADD))] * 5, rounds=5, transcript=transcript)
     assert not result.ok
     assert len(llm.chat_requests) == 3
     cand = result.candidates[0]
     assert [r.round for r in cand.rounds] == [1, 2, 3]
-    assert all(r.outcome == "ptxas" and r.summary == "ptxas: 1 error" for r in cand.rounds)
+    assert [r.fresh_start for r in cand.rounds] == [False, False, True]
+    assert "same ptxas error every round" in cand.error and "fresh start" in cand.error
+    assert "same ptxas error every round" in result.message
+    # the fresh conversation: no earlier attempt in it, a summary of what failed, warmer
+    fresh = llm.chat_requests[2].body
+    assert not any(m["role"] == "assistant" for m in fresh["messages"])
+    assert "Earlier attempts at this task failed" in last_user_message(llm.chat_requests[2])
+    assert fresh["temperature"] > llm.chat_requests[0].body["temperature"]
+    # the best attempt is kept for the person to look at
+    assert result.attempt is not None and "ptxas: 1 error" in result.attempt.summary
+    assert BROKEN_LINE in result.attempt.ptx
+    assert [r["kind"] for r in transcript.records].count("change_tack") == 1
     report = result.report()
     for n in (1, 2, 3):
-        assert f"round {n}: ptxas: 1 error" in report
-    assert report.count("Arguments mismatch for instruction 'add'") == 3
-    assert "no passing PTX after 3 rounds" in report
+        assert f"round {n}" in report and "ptxas: 1 error" in report
+
+
+async def test_request_size_is_flat_across_rounds(llm):
+    # five rounds of different errors (no change of tack): every repair request carries the
+    # task, the latest attempt and its feedback, not the history
+    broken = [GOOD_VEC_ADD.replace("%f3, %f1, %f2;", f"%f{9 + i}, %f1, %f2;") for i in range(5)]
+    distinct = [
+        b.replace("add.f32", ["sub.f32", "mul.f32", "add.f32", "min.f32", "max.f32"][i])
+        for i, b in enumerate(broken)
+    ]
+    script = [Step(fenced(d)) for d in distinct]
+    # the signature ignores numbers, so vary the opcode to keep the failures "different"
+    result, _ = await run(llm, script, rounds=5)
+    assert not result.ok
+    sizes = [sum(len(m["content"]) for m in r.body["messages"]) for r in llm.chat_requests]
+    assert len(sizes) == 5, sizes
+    repairs = sizes[1:]
+    assert max(repairs) - min(repairs) < 200, sizes  # flat: not growing with the round
+    assert all(len(r.body["messages"]) == 4 for r in llm.chat_requests[1:])
 
 
 async def test_reply_without_ptx_is_told_so_and_can_recover(llm):
@@ -311,7 +343,8 @@ async def test_plan_strategy_asks_for_a_plan_first(llm):
     )
     assert result.ok
     assert "numbered plan" in last_user_message(llm.chat_requests[0])
-    assert "following your plan" in last_user_message(llm.chat_requests[1])
+    assert "following the plan" in last_user_message(llm.chat_requests[1])
+    assert "1. load a and b" in last_user_message(llm.chat_requests[1])
     assert result.best.plan.startswith("1. load")
 
 
