@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import re
 import shutil
-import subprocess
 
 DEFAULT_ARCH = "sm_90"
 _ARCH_RE = re.compile(r"^sm_\d+[af]?$")
@@ -21,15 +20,13 @@ def local_gpu_arch() -> str | None:
     smi = shutil.which("nvidia-smi")
     if not smi:
         return None
+    from .process import run_capped  # its whole process group is killed on timeout
+
     try:
-        out = subprocess.run(
-            [smi, "--query-gpu=compute_cap", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
+        res = run_capped([smi, "--query-gpu=compute_cap", "--format=csv,noheader"], timeout=5)
+    except OSError:
         return None
+    out = res.stdout
     m = re.search(r"(\d+)\.(\d+)", out)
     return f"sm_{m.group(1)}{m.group(2)}" if m else None
 

@@ -93,6 +93,18 @@ def merge(lints: list[Problem], tool_problems: list[Problem], cap: int) -> list[
     return merged
 
 
+def _tool_problems(output: str, text: str, cap: int) -> list[Problem]:
+    """ptxas's messages placed on the text, at most ``cap`` of them (placing is the slow part;
+    the count of the rest is said in one more problem)."""
+    messages = parse_ptxas_output(output)
+    problems = place_messages(messages[:cap], split_lines(text))
+    if len(messages) > cap:
+        problems.append(Problem(problems[-1].line, 0, 0, Severity.INFO,
+                                f"{len(messages) - cap} more ptxas messages not shown (limit {cap})",
+                                "ptxls"))  # fmt: skip
+    return problems
+
+
 def instant_check(text: str) -> tuple[PtxModule, list[Problem]]:
     """The in-process part alone: fast enough to publish before ptxas answers."""
     module, _ = parse_ptx(text)
@@ -117,8 +129,11 @@ async def check_ptx(
     reported as a problem, not raised."""
     opts = opts or PtxCheckOptions()
     version, target = scan_header(text)
-    tool = resolve_ptxas(version, opts)
-    arch = choose_arch(opts.arch, target)
+    # The first call probes ptxas (--version, its PTX ISA) and may ask nvidia-smi for the arch:
+    # a worker thread, never the event loop (a tool that hangs must not freeze the server).
+    tool, arch = await asyncio.to_thread(
+        lambda: (resolve_ptxas(version, opts), choose_arch(opts.arch, target))
+    )
     result = CheckResult(tool=tool.describe(), arch=arch)
     ptxas_job = asyncio.ensure_future(
         run_ptxas(
@@ -143,8 +158,11 @@ async def check_ptx(
         raise PtxasUnavailable(f"could not start {tool.path}: {e}") from None
     finally:
         ptxas_job.cancel()  # no-op when done; kills ptxas when we are cancelled or failed
-    lines = split_lines(text)
-    tool_problems = place_messages(parse_ptxas_output(run.stderr + "\n" + run.stdout), lines)
+    output = run.stderr + "\n" + run.stdout
+    if len(output) > INLINE_LINT_BYTES:  # thousands of messages: parse and place off the loop
+        tool_problems = await asyncio.to_thread(_tool_problems, output, text, opts.max_problems)
+    else:
+        tool_problems = _tool_problems(output, text, opts.max_problems)
     if run.timed_out:
         tool_problems.append(
             Problem(

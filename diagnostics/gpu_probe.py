@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import json
-import subprocess
 import sys
 from dataclasses import dataclass
 
@@ -83,14 +82,14 @@ def max_isa_for_driver(driver_version: int) -> tuple[int, int] | None:
 
 @functools.lru_cache(maxsize=1)
 def probe_gpu(timeout: float = 30.0) -> GpuInfo:
+    from .process import run_capped  # its whole process group is killed on timeout
+
     try:
-        proc = subprocess.run(
-            [sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=timeout
-        )
-    except subprocess.TimeoutExpired:
-        return GpuInfo(False, f"the CUDA driver did not answer within {timeout:g} s")
+        proc = run_capped([sys.executable, "-c", _PROBE], timeout=timeout)
     except OSError as e:
         return GpuInfo(False, f"could not start the probe: {e}")
+    if proc.timed_out:
+        return GpuInfo(False, f"the CUDA driver did not answer within {timeout:g} s")
     try:
         data = json.loads(proc.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):

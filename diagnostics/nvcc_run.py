@@ -3,6 +3,7 @@ like the user's file, include paths for the user's folder and the wheels' header
 
 from __future__ import annotations
 
+import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,9 @@ async def nvcc_to_ptx(
         out = Path(tmp) / "out.ptx"
         args = [nvcc.path, "-ptx", f"-arch={arch}", *extra_args, "-o", str(out)]
         args += [f"-I{d}" for d in include_dirs_for(file_path)] + [str(src)]
-        res = await run_killable(args, timeout=timeout, cwd=tmp)
+        # nvcc's intermediates (.ii: the preprocessed user source, .cubin, .fatbin) go to TMPDIR
+        # and stay there when nvcc is killed: keep them in this private folder, removed below.
+        env = {**os.environ, "TMPDIR": tmp, "TMP": tmp, "TEMP": tmp}
+        res = await run_killable(args, timeout=timeout, cwd=tmp, env=env)
         ptx = out.read_text(errors="replace") if res.returncode == 0 and out.exists() else None
     return NvccRun(res, ptx, name, tmp)

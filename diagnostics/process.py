@@ -1,9 +1,14 @@
-"""One way to run a compiler as a killable subprocess from asyncio code.
+"""One way to run a compiler as a killable subprocess, from asyncio code or from a thread.
 
-The process is started with Popen and waited for in a worker thread: on Python 3.11 that is
+The process is started with Popen and drained in a worker thread: on Python 3.11 that is
 ~6 ms faster per run than asyncio's subprocess transport (which also spawns a watcher thread
-per child), and ptxas runs after every pause in typing. It gets its own process group, so a
-timeout or a cancelled job kills it and anything it started.
+per child), and ptxas runs after every pause in typing. It gets its own process group (a new
+session), so a timeout, a cancelled job or its normal end kills it *and anything it started*:
+a tool that forks children that would outlive it leaves no orphans, and a child that keeps
+our pipes open cannot keep us waiting.
+
+Output is read with a byte cap (``MAX_OUTPUT_BYTES`` per stream, the first bytes kept): a tool
+that prints 300 MB costs a few MB of memory; the rest is counted, not kept, and said.
 """
 
 from __future__ import annotations
@@ -12,10 +17,17 @@ import asyncio
 import atexit
 import contextlib
 import os
+import selectors
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
+
+MAX_OUTPUT_BYTES = 4 << 20  # per stream; ptxas's errors for a 100k-line file fit many times
+_CHUNK = 1 << 16
+# After the tool itself exited, how long its pipes may stay open (a child still writing).
+_PIPE_GRACE_S = 0.5
 
 
 @dataclass
@@ -25,6 +37,7 @@ class ProcessResult:
     stderr: str
     timed_out: bool = False
     seconds: float = 0.0
+    dropped_bytes: int = 0  # output beyond the cap, counted and not kept
 
     @property
     def crashed(self) -> bool:
@@ -33,28 +46,26 @@ class ProcessResult:
 
 # Compilers still running when the server exits (the editor closed mid-check) die with it.
 _LIVE: set[subprocess.Popen] = set()
+_LIVE_LOCK = threading.Lock()
 
 
 @atexit.register
 def _kill_all() -> None:
-    for proc in list(_LIVE):
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for proc in live:
         _kill(proc)
 
 
 def _kill(proc: subprocess.Popen) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
+    """SIGKILL the tool's whole process group (it is the leader of its own session)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
         os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(ProcessLookupError):
+    with contextlib.suppress(ProcessLookupError, OSError):
         proc.kill()
 
 
-async def run_killable(
-    args: list[str], *, timeout: float, cwd: str | None = None, env: dict | None = None
-) -> ProcessResult:
-    """Run to completion, or kill the whole process group on timeout or cancellation.
-
-    Raises OSError only when the program cannot be started."""
-    started = time.monotonic()
+def _start(args: list[str], cwd: str | None, env: dict | None) -> subprocess.Popen:
     proc = subprocess.Popen(
         args,
         stdin=subprocess.DEVNULL,
@@ -64,22 +75,123 @@ async def run_killable(
         env=env,
         start_new_session=True,
     )
-    _LIVE.add(proc)
+    with _LIVE_LOCK:
+        _LIVE.add(proc)
+    return proc
+
+
+def _drain(
+    proc: subprocess.Popen, timeout: float, cap: int, stop: threading.Event
+) -> tuple[bytes, bytes, bool, int]:
+    """Read both pipes (capped) until EOF, the deadline, or ``stop``; then reap the process and
+    kill what is left of its group. Returns (stdout, stderr, timed_out, dropped bytes)."""
+    deadline = time.monotonic() + timeout
+    kept = {proc.stdout: bytearray(), proc.stderr: bytearray()}
+    dropped = 0
+    timed_out = False
+    exited_at: float | None = None
+    with selectors.DefaultSelector() as sel:
+        for pipe in kept:
+            os.set_blocking(pipe.fileno(), False)
+            sel.register(pipe, selectors.EVENT_READ)
+        while sel.get_map():
+            now = time.monotonic()
+            if stop.is_set():
+                break
+            if now >= deadline:
+                timed_out = True
+                break
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at > _PIPE_GRACE_S:
+                break  # a child of the tool holds the pipes open: it is killed below
+            for key, _ in sel.select(timeout=min(0.1, max(0.0, deadline - now))):
+                try:
+                    data = os.read(key.fd, _CHUNK)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    data = b""
+                if not data:
+                    sel.unregister(key.fileobj)
+                    continue
+                buf = kept[key.fileobj]
+                room = cap - len(buf)
+                if room > 0:
+                    buf += data[:room]
+                dropped += max(0, len(data) - max(room, 0))
+    if timed_out or stop.is_set():
+        _kill(proc)
     try:
-        stdout, stderr = await asyncio.to_thread(proc.communicate, None, timeout)
+        proc.wait(timeout=max(0.1, deadline - time.monotonic()) if not timed_out else 5)
     except subprocess.TimeoutExpired:
+        timed_out = True
         _kill(proc)
-        await asyncio.to_thread(proc.communicate)
-        return ProcessResult(None, "", "", timed_out=True, seconds=time.monotonic() - started)
-    except asyncio.CancelledError:
-        # The thread blocked in communicate() returns as soon as the process is gone.
-        _kill(proc)
-        raise
-    finally:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5)
+    # Anything the tool started and left behind is an orphan of ours: end it. (The group id is
+    # the tool's pid; while members remain the kernel does not reuse it.)
+    with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    for pipe in kept:
+        with contextlib.suppress(OSError):
+            pipe.close()
+    with _LIVE_LOCK:
         _LIVE.discard(proc)
+    return bytes(kept[proc.stdout]), bytes(kept[proc.stderr]), timed_out, dropped
+
+
+def _result(proc, out, err, timed_out, dropped, started) -> ProcessResult:
+    seconds = time.monotonic() - started
+    if timed_out:
+        return ProcessResult(None, "", "", timed_out=True, seconds=seconds, dropped_bytes=dropped)
+    stderr = err.decode("utf-8", errors="replace")
+    if dropped:
+        stderr += f"\n[ptxls: {dropped} more bytes of output not kept (limit {MAX_OUTPUT_BYTES})]"
     return ProcessResult(
         proc.returncode,
-        stdout.decode("utf-8", errors="replace"),
-        stderr.decode("utf-8", errors="replace"),
-        seconds=time.monotonic() - started,
+        out.decode("utf-8", errors="replace"),
+        stderr,
+        seconds=seconds,
+        dropped_bytes=dropped,
     )
+
+
+def run_capped(
+    args: list[str],
+    *,
+    timeout: float,
+    cwd: str | None = None,
+    env: dict | None = None,
+    cap: int = MAX_OUTPUT_BYTES,
+) -> ProcessResult:
+    """The blocking form, for code already in a worker thread (tool discovery, version probes).
+    Raises OSError only when the program cannot be started."""
+    started = time.monotonic()
+    proc = _start(args, cwd, env)
+    out, err, timed_out, dropped = _drain(proc, timeout, cap, threading.Event())
+    return _result(proc, out, err, timed_out, dropped, started)
+
+
+async def run_killable(
+    args: list[str],
+    *,
+    timeout: float,
+    cwd: str | None = None,
+    env: dict | None = None,
+    cap: int = MAX_OUTPUT_BYTES,
+) -> ProcessResult:
+    """Run to completion, or kill the whole process group on timeout or cancellation.
+
+    Raises OSError only when the program cannot be started."""
+    started = time.monotonic()
+    proc = _start(args, cwd, env)
+    stop = threading.Event()
+    try:
+        out, err, timed_out, dropped = await asyncio.to_thread(_drain, proc, timeout, cap, stop)
+    except asyncio.CancelledError:
+        # The draining thread notices within 0.1 s, kills the group and reaps it.
+        stop.set()
+        _kill(proc)
+        raise
+    return _result(proc, out, err, timed_out, dropped, started)

@@ -39,6 +39,9 @@ class PtxasMessage:
     file: str | None = None
 
 
+MAX_MESSAGE_CHARS = 2000
+
+
 def _severity(word: str) -> Severity:
     word = word.lower()
     if word in ("error", "fatal"):
@@ -108,10 +111,16 @@ def _token_span(line_text: str, token: str) -> tuple[int, int] | None:
 def place_messages(
     messages: list[PtxasMessage], lines: list[str], source: str = "ptxas"
 ) -> list[Problem]:
-    """Turn messages into problems on the right token of the right line."""
+    """Turn messages into problems on the right token of the right line. Callers cap the number
+    of messages first (a broken 100k-line file yields 100k messages; nobody reads past the
+    first few hundred), and a message's text is cut at MAX_MESSAGE_CHARS (ptxas echoes names,
+    and a name can be megabytes long)."""
     problems: list[Problem] = []
+    function_lines: dict[str, int] = {}
     for msg in messages:
-        line_no = _line_for(msg, lines)
+        if len(msg.text) > MAX_MESSAGE_CHARS:
+            msg = PtxasMessage(msg.severity, msg.text[:MAX_MESSAGE_CHARS] + "…", msg.line, msg.file)
+        line_no = _line_for(msg, lines, function_lines)
         text = lines[line_no] if 0 <= line_no < len(lines) else ""
         span = None
         for token in _QUOTED.findall(msg.text):
@@ -126,14 +135,21 @@ def place_messages(
     return problems
 
 
-def _line_for(msg: PtxasMessage, lines: list[str]) -> int:
+def _line_for(msg: PtxasMessage, lines: list[str], seen: dict[str, int] | None = None) -> int:
     if msg.line is not None:
         return min(max(msg.line - 1, 0), max(len(lines) - 1, 0))
     # A message without a line that names a function goes on that function's .entry/.func line.
     m = _FUNCTION_NAME.search(msg.text)
     if m:
+        if seen is not None and m.group(1) in seen:
+            return seen[m.group(1)]
+        found = 0
         name = re.compile(r"\.(?:entry|func)\b.*?\b" + re.escape(m.group(1)) + r"\b")
         for i, text in enumerate(lines):
-            if name.search(text):
-                return i
+            if (".entry" in text or ".func" in text) and name.search(text):
+                found = i
+                break
+        if seen is not None:
+            seen[m.group(1)] = found
+        return found
     return 0

@@ -15,12 +15,13 @@ import functools
 import os
 import re
 import shutil
-import subprocess
 import sys
 import sysconfig
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from .process import ProcessResult, run_capped
 
 
 class ToolNotFound(Exception):
@@ -80,13 +81,31 @@ def _candidates(name: str, explicit: str | None) -> list[tuple[str, str]]:
     return result
 
 
+# Seconds a version probe may take. A tool that hangs on --version is killed with its whole
+# process group after this (and the empty answer is cached: it is not asked again). Callers
+# probe from a worker thread, never on the event loop; the server sets this from
+# ptxls.ptxasTimeoutSeconds (capped: a probe is not a build).
+PROBE_TIMEOUT_S = 10.0
+PROBE_OUTPUT_BYTES = 64 << 10
+
+
+def set_probe_timeout(seconds: float) -> None:
+    global PROBE_TIMEOUT_S
+    PROBE_TIMEOUT_S = max(1.0, min(float(seconds), 30.0))
+
+
+def _probe(args: list[str]) -> ProcessResult | None:
+    try:
+        res = run_capped(args, timeout=PROBE_TIMEOUT_S, cap=PROBE_OUTPUT_BYTES)
+    except OSError:
+        return None
+    return None if res.timed_out else res
+
+
 @functools.lru_cache(maxsize=32)
 def _version_of(path: str) -> str:
-    try:
-        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=20).stdout
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    m = re.search(r"release (\d+\.\d+)", out)
+    res = _probe([path, "--version"])
+    m = re.search(r"release (\d+\.\d+)", res.stdout) if res else None
     return m.group(1) if m else ""
 
 
@@ -97,19 +116,13 @@ _PROBE = ".version 99.9\n.target sm_90\n.address_size 64\n"
 def _max_isa_of(path: str) -> tuple[int, int] | None:
     """Ask ptxas itself which PTX ISA it supports: it answers a too-new .version with
     "Unsupported .version 99.9; current version is '9.0'". Exact, and no table to keep up."""
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(prefix="ptxls-probe-") as tmp:
         probe = Path(tmp) / "probe.ptx"
         probe.write_text(_PROBE)
-        try:
-            err = subprocess.run(
-                [path, "-arch=sm_90", str(probe), "-o", os.devnull],
-                capture_output=True,
-                text=True,
-                timeout=20,
-            ).stderr
-        except (OSError, subprocess.SubprocessError):
-            return None
-    m = re.search(r"current version is '(\d+)\.(\d+)'", err)
+        res = _probe([path, "-arch=sm_90", str(probe), "-o", os.devnull])
+    if res is None:
+        return None
+    m = re.search(r"current version is '(\d+)\.(\d+)'", res.stderr)
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
@@ -153,6 +166,13 @@ def find_tool(
     """
     if explicit and not _usable(explicit):
         raise ToolNotFound(_not_found_message(name, explicit))
+    env_var = f"PTXLS_{name.upper()}"
+    from_env = os.environ.get(env_var)
+    if not explicit and from_env and not _usable(from_env):
+        # The person asked for this binary: say it is missing rather than use another one.
+        raise ToolNotFound(
+            f"{env_var}={from_env} does not exist or is not executable; fix or unset it"
+        )
     candidates = [(p, o) for p, o in _candidates(name, explicit) if _usable(p)]
     if not candidates:
         raise ToolNotFound(_not_found_message(name, explicit))

@@ -5,7 +5,11 @@ worker only loads files. Problems are data: a failed build is a result, not an e
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
+import functools
 import hashlib
+import os
 import re
 import shutil
 import tempfile
@@ -63,10 +67,22 @@ def _failed(out_dir: Path, tool: str, error: str, seconds: float = 0.0) -> Built
     return Built(tool=tool, error=error, seconds=seconds)
 
 
+@functools.lru_cache(maxsize=1)
 def workdir() -> Path:
-    d = Path(tempfile.gettempdir()) / "ptxls-gputest"
-    d.mkdir(exist_ok=True)
+    """This process's private scratch root: a fresh ``mkdtemp`` (mode 0700, owned by us — never
+    a fixed name in the shared temp folder, which anyone could create first or symlink), removed
+    when the process exits. Each build gets its own folder inside; a failed or cancelled build's
+    folder is removed at once, the sources of a good one right after the build, and the cubins
+    the warm cache keeps go with the root."""
+    d = Path(tempfile.mkdtemp(prefix="ptxls-gputest-"))
+    atexit.register(shutil.rmtree, d, ignore_errors=True)
     return d
+
+
+def _tool_env(out_dir: Path) -> dict:
+    """nvcc writes its intermediates (.ii = the preprocessed source, .fatbin, ...) to TMPDIR and
+    leaves them when killed: point it at the build's own folder."""
+    return {**os.environ, "TMPDIR": str(out_dir), "TMP": str(out_dir), "TEMP": str(out_dir)}
 
 
 async def assemble_ptx(
@@ -91,6 +107,12 @@ async def assemble_ptx(
         )
     except OSError as e:
         return _failed(out_dir, tool.describe(), f"could not run {tool.path}: {e}")
+    except BaseException:  # cancelled: nothing of this build stays behind
+        shutil.rmtree(out_dir, ignore_errors=True)
+        raise
+    finally:
+        with contextlib.suppress(OSError):
+            src.unlink()
     if res.timed_out:
         return _failed(
             out_dir, tool.describe(), f"ptxas did not finish within {BUILD_TIMEOUT_S:g} s"
@@ -127,9 +149,17 @@ async def compile_cuda(source: str, kernel: str, arch: str, *, nvcc: str | None 
     for inc in cuda_include_dirs():
         args += ["-I", inc]
     try:
-        res = await run_killable(args, timeout=BUILD_TIMEOUT_S, cwd=str(out_dir))
+        res = await run_killable(
+            args, timeout=BUILD_TIMEOUT_S, cwd=str(out_dir), env=_tool_env(out_dir)
+        )
     except OSError as e:
         return _failed(out_dir, tool.describe(), f"could not run {tool.path}: {e}")
+    except BaseException:  # cancelled: nothing of this build stays behind
+        shutil.rmtree(out_dir, ignore_errors=True)
+        raise
+    finally:
+        with contextlib.suppress(OSError):
+            src.unlink()
     if res.timed_out:
         return _failed(
             out_dir, tool.describe(), f"nvcc did not finish within {BUILD_TIMEOUT_S:g} s"

@@ -117,11 +117,13 @@ def check(text: str, names: set[str]) -> None:
     naming the construct that is not allowed."""
     tree = _parse(text)
     for node in ast.walk(tree.body):
+        if isinstance(node, ast.Name) and node.id not in names and node.id not in _FUNCS:
+            known = ", ".join(sorted(names)) or "none"
+            raise ExprError(f"unknown name '{node.id}' in '{_short(text)}' (known: {known})")
+    for node in ast.walk(tree.body):
         if isinstance(node, ast.Name):
-            if node.id not in names and node.id not in _FUNCS:
-                known = ", ".join(sorted(names)) or "none"
-                raise ExprError(f"unknown name '{node.id}' in '{_short(text)}' (known: {known})")
-        elif isinstance(node, ast.Call):
+            continue
+        if isinstance(node, ast.Call):
             if not (isinstance(node.func, ast.Name) and node.func.id in _FUNCS) or node.keywords:
                 raise ExprError(_not_allowed(text, node))
         elif (
