@@ -17,6 +17,7 @@ from pathlib import Path
 from . import build
 from .cuda_source import find_kernels
 from .launch import launch_dims, scalar_env
+from .library_spec import library_resolution, spec_json_beside
 from .pairing import SpecResolution, infer_spec_from_cuda, spec_for_ptx
 from .ptx_source import ptx_target, ptx_version
 from .report import (
@@ -94,21 +95,34 @@ async def run_gpu_test(
     time_it: bool = True,
     on_progress: Callable[[str], None] | None = None,
     trusted: bool = False,
+    spec_path: str | None = None,
+    torch_baseline: bool = False,
 ) -> TestReport:
-    """Test ``kernel`` of ``ptx_text`` on the GPU. The spec comes from ``spec``, else the paired
-    CUDA (``reference_cuda`` or found beside ``ptx_path``) and/or the PTX's ``@gputest``
-    annotation. The reference is ``reference_cuda`` compiled by nvcc, else the annotation's numpy
-    expression, else the paired CUDA, else the kernel itself (self-consistency only)."""
+    """Test ``kernel`` of ``ptx_text`` on the GPU. The spec comes from ``spec``, else
+    ``spec_path`` (``--spec FILE``), else a ``spec.json`` beside ``ptx_path`` that names this
+    kernel (the library's layout), else the paired CUDA (``reference_cuda`` or found beside
+    ``ptx_path``) and/or the PTX's ``@gputest`` annotation. The reference is ``reference_cuda``
+    compiled by nvcc, else the spec's numpy expression (with a spec.json's ``reference`` CUDA
+    timed beside it as the nvcc baseline), else the paired CUDA, else the kernel itself.
+    ``torch_baseline``: also time the spec's ``bench.torch`` op (``ptxls bench``)."""
     started = time.monotonic()
     resolution = SpecResolution(spec, [], reference_cuda, reference_path)
     if spec is None:
-        resolution = spec_for_ptx(ptx_text, kernel, ptx_path=ptx_path,
-                                  reference_cuda=reference_cuda, reference_path=reference_path)  # fmt: skip
+        resolution = None
+        if spec_path:
+            resolution = library_resolution(ptx_text, kernel, Path(spec_path), explicit=True)
+        elif (beside := spec_json_beside(ptx_path)) is not None:
+            resolution = library_resolution(ptx_text, kernel, beside, explicit=False)
+        if resolution is not None and reference_cuda is not None:
+            resolution.reference_source, resolution.reference_path = reference_cuda, reference_path
+        if resolution is None:
+            resolution = spec_for_ptx(ptx_text, kernel, ptx_path=ptx_path,
+                                      reference_cuda=reference_cuda, reference_path=reference_path)  # fmt: skip
     report = await _run(
         kernel_source=("ptx", ptx_text), kernel=kernel, resolution=resolution, sizes=sizes,
         timeout_s=timeout_s, supervisor=supervisor, arch=arch, ptxas=ptxas, nvcc=nvcc, seed=seed,
         time_it=time_it, on_progress=on_progress, explicit_cuda_ref=reference_cuda is not None,
-        trusted=trusted,
+        trusted=trusted, torch_baseline=torch_baseline,
     )  # fmt: skip
     report.seconds = time.monotonic() - started
     return report
@@ -157,7 +171,7 @@ async def run_gpu_test_file(
 async def _run(
     *, kernel_source, kernel, resolution: SpecResolution, sizes=None, timeout_s=DEFAULT_TIMEOUT_S,
     supervisor=None, arch=None, ptxas=None, nvcc=None, seed=None, time_it=True, on_progress=None,
-    explicit_cuda_ref=False, trusted=False,
+    explicit_cuda_ref=False, trusted=False, torch_baseline=False,
 ) -> TestReport:  # fmt: skip
     spec = resolution.spec
     if spec is None or resolution.problems:
@@ -188,11 +202,14 @@ async def _run(
         ref_kind = "numpy"
     else:
         ref_kind = "self"
+    # A library spec.json: correctness against numpy, and its reference.cu's nvcc build timed
+    # beside (and checked against the same numpy reference) as the baseline.
+    with_baseline = bool(ref_kind == "numpy" and spec.reference and resolution.reference_source)
 
     def builds(target: str) -> list:
         jobs = [build.assemble_ptx(text, target, ptxas=ptxas) if kind == "ptx"
                 else build.compile_cuda(text, kernel, target, nvcc=nvcc)]  # fmt: skip
-        if ref_kind == "cuda":
+        if ref_kind == "cuda" or with_baseline:
             jobs.append(build.compile_cuda(resolution.reference_source, kernel, target, nvcc=nvcc))
         return jobs
 
@@ -255,6 +272,16 @@ async def _run(
 
     msg = {"op": "run", "spec": spec.to_dict(), "seed": run_seed, "time": time_it,
            "kernel": kernel_req, "reference": ref_req}  # fmt: skip
+    if with_baseline:
+        rb = built[1]
+        if rb.cubin_path is None:
+            report.status, report.summary = BUILD_ERROR, f"the reference did not build: {rb.error}"
+            return report
+        msg["baseline"] = {"name": rb.symbol, "cubin_path": rb.cubin_path}
+        where = Path(resolution.reference_path or "reference.cu").name
+        report.reference += f"; timed against nvcc -O3 {where} ({rb.tool.split(' (')[0]})"
+    if torch_baseline and (spec.bench or {}).get("torch"):
+        msg["torch"] = spec.bench["torch"]
     reply = await sup.request(msg, timeout_s=timeout_s, on_progress=on_progress)
     report.worker_restarted = reply.restarted
     data = reply.data

@@ -1,6 +1,13 @@
 """One GPU test, inside the worker: for each size, fresh inputs, poisoned outputs and guard bands,
 the kernel, the reference on the same inputs, every element compared, inputs checked unchanged,
-then event timing (L2 flushed before each run) with correctness re-checked on the timed outputs.
+then event timing with correctness re-checked on the output of every timed launch.
+
+Timing that cannot be gamed: every timed launch starts from the state the verified one started
+from — outputs re-poisoned, inout data restored, scratch zeroed, the module's ``.global``
+variables written back to their image at load, L2 flushed — and the events surround the launch
+alone. A kernel that skips work when its output already holds the answer, or caches results in
+module globals, therefore gets no speedup; one whose globals cannot be reset is flagged and gets
+no time at all.
 
 Returns plain dicts (the worker sends them as JSON). A CUDA error is raised as CudaError with the
 case attached; the worker decides whether the process must be replaced.
@@ -22,6 +29,8 @@ from .compare import changed, compare
 from .dtypes import DTYPES, DType, from_float64, poison, random_values, to_float64
 from .launch import launch_dims, scalar_env
 from .spec import ParamSpec, TestSpec
+
+TIMED_ROLES = ("out", "inout")  # what every timed launch's result is checked on
 
 GUARD_BYTES = 16384  # poisoned bands before and after every buffer: out-of-bounds writes show
 FLUSH_BYTES = 256 << 20  # > 5x the H200's 50 MB L2: one memset evicts whatever a run left there
@@ -68,6 +77,70 @@ def scalar_arg(p: ParamSpec, value) -> np.ndarray:
     return np.array([int(value)], dtype=np.int64).astype(dt.storage)
 
 
+class ModuleState:
+    """The kernel module's ``.global`` variables (names from the PTX): their bytes right after
+    loading, written back before every launch. ``missing``: names the driver would not give an
+    address for, which therefore cannot be reset — such a kernel gets no time."""
+
+    def __init__(self, module=None, names: list[str] | tuple[str, ...] = ()):
+        self.saved: list[tuple[str, int, np.ndarray]] = []
+        self.missing: list[str] = []
+        for name in names:
+            try:
+                ptr, size = cd.call("cuModuleGetGlobal", module, name.encode())
+            except cd.CudaError:
+                self.missing.append(name)
+                continue
+            image = cd.download(int(ptr), np.empty(int(size), np.uint8))
+            self.saved.append((name, int(ptr), image))
+
+    def restore(self) -> None:
+        for _, ptr, image in self.saved:
+            cd.upload(ptr, image)
+
+    def changed(self) -> list[str]:
+        """Globals whose bytes differ from their image now (after a launch): for the report."""
+        return [
+            name
+            for name, ptr, image in self.saved
+            if not np.array_equal(cd.download(ptr, np.empty_like(image)), image)
+        ]
+
+
+NO_STATE = ModuleState()
+
+
+class StartState:
+    """Device images of what every launch must start from: poisoned outputs, the original inout
+    data, zeroed scratch. ``apply()`` is a few device copies, done outside the timed events."""
+
+    def __init__(self, bufs: list[Buffer]):
+        self.copies: list[tuple[Buffer, int]] = []
+        self.zero: list[Buffer] = []
+        for b in bufs:
+            if not b.nbytes:
+                continue
+            if b.param.role == "scratch":
+                self.zero.append(b)
+            elif b.param.role in ("out", "inout"):
+                image = b.host_in if b.param.role == "inout" else poison(b.dt, b.length)
+                dev = cd.alloc(b.nbytes)
+                cd.upload(dev, np.ascontiguousarray(image))
+                self.copies.append((b, dev))
+
+    def apply(self) -> None:
+        for b, dev in self.copies:
+            cd.copy_d2d(b.ptr, dev, b.nbytes)
+        for b in self.zero:
+            cd.memset8(b.ptr, 0, b.nbytes)
+
+    def free(self) -> None:
+        for _, dev in self.copies:
+            with contextlib.suppress(cd.CudaError):
+                cd.free(dev)
+        self.copies = []
+
+
 class Harness:
     def __init__(
         self,
@@ -109,14 +182,24 @@ class Harness:
 
     # -- one test ----------------------------------------------------------------------------
 
-    def run(self, req: dict, kernel_fn, ref_fn, cases: list[dict]) -> dict:
+    state: ModuleState = NO_STATE
+    baseline_fn = None
+    torch: dict | None = None
+
+    def run(
+        self, req: dict, kernel_fn, ref_fn, cases: list[dict], state: ModuleState = NO_STATE,
+        baseline_fn=None,
+    ) -> dict:  # fmt: skip
         """Run every case of ``req`` into ``cases`` (so the caller still has the finished ones
-        when a CaseError ends the run)."""
+        when a CaseError ends the run). ``state``: the kernel module's globals, reset before
+        every launch. ``baseline_fn``: a CUDA build timed beside a numpy reference (the
+        library's nvcc baseline), checked against that reference too."""
         spec = TestSpec.from_dict(req["spec"])
         ref = req["reference"]
         seed = int(req["seed"])
         do_time = bool(req.get("time", True))
         ceiling = self.measure_copy_ceiling() if do_time else None
+        self.state, self.baseline_fn, self.torch = state, baseline_fn, req.get("torch")
         for i, n in enumerate(spec.sizes):
             case = self.run_case(spec, kernel_fn, ref, ref_fn, n, seed + i, i, do_time, ceiling)
             cases.append(case)
@@ -129,7 +212,7 @@ class Harness:
         case = {
             "index": index, "n": n, "seed": seed, "passed": False, "max_rel_err": 0.0,
             "messages": [], "launch": {"grid": list(grid), "block": list(block), "shared": shared},
-            "time_ms": None, "ref_time_ms": None, "gbps": None, "outputs": [],
+            "time_ms": None, "ref_time_ms": None, "gbps": None, "outputs": [], "timing": {},
         }  # fmt: skip
         phases: dict[str, float] = {}  # seconds per step, for the benchmark's breakdown
         case["phases"] = phases
@@ -147,7 +230,7 @@ class Harness:
             if p.is_pointer:
                 lengths[p.name] = max(0, exprs.evaluate_int(p.length, env))
                 if p.role in ("in", "inout"):
-                    host_inputs[p.name] = random_values(DTYPES[p.dtype], lengths[p.name], rng)
+                    host_inputs[p.name] = _inputs(p, lengths[p.name], rng)
         where = (
             f"in case n={n} (seed {seed}), launch grid={_d(grid)} block={_d(block)} shared={shared}"
         )
@@ -158,8 +241,12 @@ class Harness:
         try:
             lap("upload")
             self.progress(f"case {index + 1}/{len(spec.sizes)} n={n}: running {spec.kernel}")
+            self.state.restore()
             self._launch_checked(kernel_fn, spec, bufs, env, grid, block, shared, where, case)
             lap("kernel")
+            written = self.state.changed()
+            if written:
+                case["timing"]["globals_written"] = written
             after = {b.param.name: b.read() for b in bufs}
             lap("download")
             # The reference, on the same inputs: read-only inputs are shared (the kernel was
@@ -181,22 +268,46 @@ class Harness:
             lap("reference")
             ok = self._check(spec, bufs, after, expected, case)
             lap("check")
+            baseline_bufs = None
+            if ref["kind"] == "numpy" and self.baseline_fn is not None:
+                # The nvcc build of the library's reference.cu, on the same inputs, held to the
+                # same numpy reference: a baseline that is wrong is no baseline.
+                baseline_bufs = self._alloc(spec, lengths, host_inputs, share=bufs)
+                owned += [b for b in baseline_bufs if b not in bufs]
+                self._launch_checked(self.baseline_fn, spec, baseline_bufs, env, grid, block,
+                                     shared, where + " (nvcc baseline)", case)  # fmt: skip
+                probe = {"messages": [], "outputs": []}
+                base_after = {b.param.name: b.read() for b in baseline_bufs if b.param.role != "in"}
+                base_ok = self._check(spec, baseline_bufs, base_after, expected, probe)
+                case["timing"]["baseline"] = "ok" if base_ok else "; ".join(probe["messages"])
+                lap("baseline")
             if do_time and n > 0:
-                self._time(spec, kernel_fn, bufs, env, grid, block, shared, case, where, ceiling)
-                if ref["kind"] == "cuda":
-                    case["ref_time_ms"] = self._median_ms(
-                        ref_fn, spec, ref_bufs, env, grid, block, shared, where, case
-                    )
+                if ok:
+                    self._time(spec, kernel_fn, bufs, env, grid, block, shared, case, where,
+                               ceiling, expected)  # fmt: skip
+                    ok = case.pop("passed_timed")
+                other_fn, other_bufs = (
+                    (ref_fn, ref_bufs) if ref["kind"] == "cuda"
+                    else (self.baseline_fn, baseline_bufs) if baseline_bufs else (None, None)
+                )  # fmt: skip
+                if other_fn is not None:
+                    # The reference runs under the same rules (bar the globals reset: nvcc's own
+                    # build), and its timed outputs are checked the same way.
+                    exp = expected if ref["kind"] == "numpy" else {
+                        b.param.name: _data(b, b.read()) for b in other_bufs if b.param.role != "in"}  # fmt: skip
+                    t = self._timed_runs(other_fn, spec, other_bufs, env, grid, block, shared,
+                                         where + " (reference, timed)", case, exp, NO_STATE)  # fmt: skip
+                    case["ref_time_ms"] = t["median"]
+                    case["timing"].update(ref_min_ms=t["min"], ref_max_ms=t["max"])
+                    if t["wrong"]:
+                        case["timing"]["ref_wrong"] = t["wrong"]
+                if self.torch:
+                    from .baselines import time_torch
+
+                    self.progress(f"case {index + 1}/{len(spec.sizes)} n={n}: timing PyTorch")
+                    case["timing"].update(time_torch(self.torch, spec, host_inputs, env, expected,
+                                                     spec.timing_runs, FLUSH_BYTES))  # fmt: skip
                 lap("timing")
-                # Correctness again, on what the timed runs left behind.
-                again = {b.param.name: b.read() for b in bufs if b.param.role != "in"}
-                retimed = {"messages": [], "outputs": []}
-                if ok and not self._check(spec, bufs, again, expected, retimed):
-                    ok = False
-                    case["messages"].append(
-                        "wrong after the timed runs: " + "; ".join(retimed["messages"])
-                    )
-                lap("recheck")
             case["passed"] = ok
             return case
         finally:
@@ -219,7 +330,7 @@ class Harness:
             guard = poison(dt, GUARD_BYTES // dt.itemsize)
             data = host_inputs.get(p.name)
             if data is None:
-                data = poison(dt, length)
+                data = np.zeros(length, dt.storage) if p.role == "scratch" else poison(dt, length)
             whole = np.concatenate(
                 [guard.view(np.uint8), data.view(np.uint8), guard.view(np.uint8)]
             )
@@ -263,6 +374,8 @@ class Harness:
                     ok = False
                     case["messages"].append(msg)
                 continue
+            if b.param.role == "scratch":
+                continue
             cmp = compare(b.param.name, b.dt, expected[b.param.name], data,
                           poison(b.dt, 1), spec.tol)  # fmt: skip
             worst = max(worst, cmp.max_rel_err)
@@ -277,41 +390,89 @@ class Harness:
         case["max_rel_err"] = worst
         return ok
 
-    def _median_ms(self, fn, spec, bufs, env, grid, block, shared, where, case) -> float:
+    def _timed_runs(self, fn, spec, bufs, env, grid, block, shared, where, case, expected,
+                    state: ModuleState) -> dict:  # fmt: skip
+        """``spec.timing_runs`` launches, each from the verified launch's start state and each
+        checked: the bytes of every output against the verified launch's (a deterministic
+        kernel), else every element against ``expected``. Returns median/min/max ms and the
+        first wrong launch's message ("" when none)."""
         args = self._args(spec, bufs, env)
-        pristine = {}
-        for b in bufs:  # inout data must be the same input for every timed run
-            if b.param.role == "inout" and b.nbytes:
-                pristine[b.param.name] = (b, cd.alloc(b.nbytes))
-                cd.upload(pristine[b.param.name][1], b.host_in)
+        outs = [b for b in bufs if b.param.role in TIMED_ROLES]
+        first = {b.param.name: b.read() for b in outs}  # what the verified launch wrote
+        start = StartState(bufs)
+        wrong = ""
         try:
+            start.apply()
+            state.restore()
             cd.launch(fn, grid, block, shared, args)  # warm-up (instruction cache, TLB)
+            cd.synchronize()
             times = []
-            for _ in range(spec.timing_runs):
-                for b, copy in pristine.values():
-                    cd.copy_d2d(b.ptr, copy, b.nbytes)
+            for k in range(max(1, spec.timing_runs)):
+                start.apply()
+                state.restore()
                 self.flush_l2()
                 self.events.record_start()
                 cd.launch(fn, grid, block, shared, args)
                 self.events.record_end()
                 times.append(self.events.elapsed_ms())
-            for b, copy in pristine.values():
-                cd.copy_d2d(b.ptr, copy, b.nbytes)
-            if pristine:  # leave the inout outputs as one run from the original input makes them
-                cd.launch(fn, grid, block, shared, args)
+                for b in outs:
+                    raw = b.read()
+                    if np.array_equal(raw, first[b.param.name]):
+                        continue
+                    probe = {"messages": [], "outputs": []}
+                    if not self._check(spec, [b], {b.param.name: raw}, expected, probe):
+                        wrong = f"timed launch {k + 1}: " + "; ".join(probe["messages"])
+                        break
+                if wrong:
+                    break
             cd.synchronize()
-            return statistics.median(times)
+            ins = [b for b in bufs if b.param.role == "in"]
+            probe = {"messages": [], "outputs": []}
+            if not self._check(spec, ins, {b.param.name: b.read() for b in ins}, {}, probe):
+                wrong = wrong or "after the timed launches: " + "; ".join(probe["messages"])
+            return {"median": statistics.median(times), "min": min(times), "max": max(times),
+                    "runs": len(times), "wrong": wrong}  # fmt: skip
         except cd.CudaError as e:
-            raise CaseError(e, where + " (timed runs)", case) from None
+            raise CaseError(e, where, case) from None
         finally:
-            for _, copy in pristine.values():
-                with contextlib.suppress(cd.CudaError):
-                    cd.free(copy)
+            start.free()
 
-    def _time(self, spec, fn, bufs, env, grid, block, shared, case, where, ceiling) -> None:
-        ms = self._median_ms(fn, spec, bufs, env, grid, block, shared, where, case)
-        case["time_ms"] = ms
-        moved = sum(b.nbytes * (2 if b.param.role == "inout" else 1) for b in bufs)
+    def _time(self, spec, fn, bufs, env, grid, block, shared, case, where, ceiling,
+              expected) -> None:  # fmt: skip
+        """Time the kernel; withhold the time (and flag it) when its module globals cannot be
+        reset or a timed launch is wrong: such a kernel gets no speedup."""
+        case["passed_timed"] = True
+        timing = case["timing"]
+        if self.state.missing:
+            names = ", ".join(self.state.missing)
+            timing.setdefault("flags", []).append(
+                f"module .global variable(s) {names} cannot be reset between launches: the "
+                "kernel could carry results from one launch to the next, so it gets no time"
+            )
+            return
+        t = self._timed_runs(fn, spec, bufs, env, grid, block, shared, where + " (timed runs)",
+                             case, expected, self.state)  # fmt: skip
+        if t["wrong"]:
+            case["passed_timed"] = False
+            case["messages"].append(f"wrong in the timed runs ({t['wrong']})")
+            timing.setdefault("flags", []).append(
+                "a timed launch's output differs from the verified one: no time reported"
+            )
+            return
+        case["time_ms"] = t["median"]
+        timing.update(min_ms=t["min"], max_ms=t["max"], runs=t["runs"])
+        ms = t["median"]
+        bench = spec.bench or {}
+        moved = (
+            exprs.evaluate_int(bench["bytes"], env) if bench.get("bytes")
+            else sum(b.nbytes * (2 if b.param.role == "inout" else 1)
+                     for b in bufs if b.param.role != "scratch")
+        )  # fmt: skip
+        timing["bytes"] = moved
+        if bench.get("flops"):
+            timing["flops"] = exprs.evaluate_int(bench["flops"], env)
+            if ms > 0:
+                timing["tflops"] = timing["flops"] / (ms * 1e-3) / 1e12
         if ms > 0:
             gbps = moved / (ms * 1e-3) / 1e9
             case["gbps"] = gbps
@@ -321,6 +482,15 @@ class Harness:
                     f"{ceiling:.0f} GB/s — the kernel skips work or the timing is wrong"
                 )
                 case["suspicious"] = True
+
+
+def _inputs(p: ParamSpec, length: int, rng: np.random.Generator) -> np.ndarray:
+    dt = DTYPES[p.dtype]
+    if p.range and not dt.is_float:
+        info = np.iinfo(dt.storage)
+        lo, hi = max(int(p.range[0]), info.min), min(int(p.range[1]), info.max)
+        return rng.integers(lo, hi, length, endpoint=True).astype(dt.storage)
+    return random_values(dt, length, rng)
 
 
 def _d(dims) -> str:

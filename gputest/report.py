@@ -29,6 +29,9 @@ class CaseResult:
     outputs: list[dict] = field(default_factory=list)
     suspicious: bool = False
     phases: dict = field(default_factory=dict)  # seconds per harness step (inputs, upload, ...)
+    # timing details: min_ms/max_ms/runs (spread), ref_min_ms/ref_max_ms, bytes, flops,
+    # torch_ms..., baseline ("ok" or why the nvcc build is wrong), flags (why no time was given)
+    timing: dict = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, d: dict) -> CaseResult:

@@ -13,7 +13,9 @@ BLOCK = 256
 # kernels that only break once several waves of blocks run.
 DEFAULT_SIZES = (0, 1, BLOCK - 1, BLOCK + 1, 1000 * 3 + 7, 1 << 24)
 
-ROLES = ("in", "out", "inout", "size", "scalar")
+# scratch: a workspace buffer (per-block partials, scan tile flags) zero-filled before every
+# launch, never compared: one-pass grid-wide kernels need one and must not rely on the output.
+ROLES = ("in", "out", "inout", "size", "scalar", "scratch")
 
 
 @dataclass
@@ -23,10 +25,12 @@ class ParamSpec:
     dtype: str  # key of DTYPES: element type for pointers, value type for scalars
     length: str = "n"  # pointers: element count as an expression of n and scalars
     value: str | None = None  # scalars: expression of n and other scalars
+    # integer inputs: inclusive [lo, hi] of the random values (histogram bytes: [0, 255])
+    range: list[int] | None = None
 
     @property
     def is_pointer(self) -> bool:
-        return self.role in ("in", "out", "inout")
+        return self.role in ("in", "out", "inout", "scratch")
 
 
 @dataclass
@@ -51,6 +55,11 @@ class TestSpec:
     seed: int | None = None  # None: a fresh seed per run (shown in the report)
     timing_runs: int = 20
     origin: list[str] = field(default_factory=list)  # where each part came from, for the report
+    # The library's spec.json: the CUDA reference file (relative to the spec) whose nvcc -O3
+    # build is the timed baseline, and the benchmark section (sizes, bytes, flops, bound,
+    # torch) described in fewshot/README.md.
+    reference: str | None = None
+    bench: dict | None = None
 
     def param(self, name: str) -> ParamSpec | None:
         return next((p for p in self.params if p.name == name), None)
@@ -62,7 +71,7 @@ class TestSpec:
     def from_dict(cls, d: dict) -> TestSpec:
         d = dict(d)
         d["params"] = [ParamSpec(**p) for p in d["params"]]
-        d["launch"] = LaunchSpec(**d["launch"])
+        d["launch"] = LaunchSpec(**d.get("launch", {}))
         return cls(**d)
 
 
@@ -107,3 +116,42 @@ def validate(spec: TestSpec) -> list[SpecProblem]:
     if len(spec.sizes) == 0:
         problems.append(SpecProblem("no sizes to test"))
     return problems
+
+
+def spec_from_json(
+    text: str, where: str = "spec.json"
+) -> tuple[TestSpec | None, list[SpecProblem]]:
+    """A spec.json (the library's format, fewshot/README.md) as a TestSpec, or the problems that
+    stop it: never raises on a bad file."""
+    import json
+
+    try:
+        d = json.loads(text)
+    except json.JSONDecodeError as e:
+        return None, [SpecProblem(f"{where}: not JSON: {e.msg}", e.lineno - 1, e.colno - 1)]
+    if not isinstance(d, dict):
+        return None, [SpecProblem(f"{where}: expected a JSON object")]
+    known = set(TestSpec.__dataclass_fields__)
+    unknown = sorted(set(d) - known)
+    if unknown:
+        return None, [SpecProblem(f"{where}: unknown field(s) {', '.join(unknown)} "
+                                  f"(known: {', '.join(sorted(known))})")]  # fmt: skip
+    try:
+        params = d.get("params")
+        if not isinstance(params, list) or not all(isinstance(p, dict) for p in params):
+            raise TypeError("'params' must be a list of objects")
+        for p in params:
+            bad = sorted(set(p) - set(ParamSpec.__dataclass_fields__))
+            if bad:
+                raise TypeError(
+                    f"parameter {p.get('name', '?')!r}: unknown field(s) {', '.join(bad)}"
+                )
+            if p.get("role") not in ROLES:
+                raise TypeError(
+                    f"parameter {p.get('name', '?')!r}: role must be one of {', '.join(ROLES)}"
+                )
+        spec = TestSpec.from_dict(d)
+    except (TypeError, KeyError, ValueError) as e:
+        return None, [SpecProblem(f"{where}: {e}")]
+    spec.sizes = [int(x) for x in spec.sizes]
+    return spec, validate(spec)

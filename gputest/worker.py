@@ -8,7 +8,9 @@ Requests:
    "kernel": {"name": "vec_add", "cubin_path": "/tmp/x.cubin" | null, "ptx": "..." | null,
               "assembler": "ptxas 13.5 (...)"},
    "reference": {"kind": "cuda", "name": "_Z7vec_addPKfS0_Pfi", "cubin_path": "..."}
-              | {"kind": "numpy", "expr": "c = a + b"} | {"kind": "self"}}
+              | {"kind": "numpy", "expr": "c = a + b"} | {"kind": "self"},
+   "baseline": {"name": "...", "cubin_path": "..."} (optional: nvcc build timed beside a numpy
+              reference), "torch": {"op": ..., "inputs": [...], "dims": [...]} (optional)}
        → {"ok": true, "result": {...}} or {"ok": false, "error": "...", "sticky": bool, ...}
   {"op": "exit"}
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -66,7 +69,7 @@ class Worker:
 
     def run(self, req: dict) -> dict:
         from . import cuda_driver as cd
-        from .harness import CaseError
+        from .harness import CaseError, ModuleState
 
         if not self.ensure_context():
             return {"ok": False, "no_device": self.no_device}
@@ -84,7 +87,13 @@ class Worker:
                 ref_mod = cd.load_cubin(Path(ref["cubin_path"]).read_bytes())
                 modules.append(ref_mod)
                 ref_fn = cd.get_function(ref_mod, ref["name"])
-            result = self.harness.run(req, kernel_fn, ref_fn, cases)
+            baseline_fn = None
+            if req.get("baseline"):
+                base_mod = cd.load_cubin(Path(req["baseline"]["cubin_path"]).read_bytes())
+                modules.append(base_mod)
+                baseline_fn = cd.get_function(base_mod, req["baseline"]["name"])
+            state = ModuleState(modules[0], module_globals(req["kernel"].get("ptx") or ""))
+            result = self.harness.run(req, kernel_fn, ref_fn, cases, state, baseline_fn)
             result["load"] = load
             result["device"] = self.ctx.info()
             return {"ok": True, "result": result}
@@ -136,6 +145,20 @@ class Worker:
         load["notes"] = notes
         load["error"] = "; ".join(notes) or "no cubin and no PTX to load"
         return None, load
+
+
+_GLOBAL_DECL = re.compile(
+    r"^\s*(?:\.(?:visible|weak|common)\s+)*\.global\s+(?:\.(?:align\s+\d+|v[248]|\w+)\s+)*"
+    r"([A-Za-z_$%][\w$]*)",
+    re.MULTILINE,
+)
+
+
+def module_globals(ptx: str) -> list[str]:
+    """Names of the module-scope ``.global`` variables a PTX file declares (its state across
+    launches, which the harness resets before each one). Comments are removed first."""
+    text = re.sub(r"//[^\n]*|/\*.*?\*/", "", ptx, flags=re.DOTALL)
+    return list(dict.fromkeys(m.group(1) for m in _GLOBAL_DECL.finditer(text)))
 
 
 def no_device_reason(e: BaseException) -> str:

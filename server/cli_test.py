@@ -44,6 +44,11 @@ def add_parser(subparsers) -> None:
         help="seconds a step may take before the kernel counts as hung",
     )
     p.add_argument("--seed", type=int, help="replay a run: the seed its report showed")
+    p.add_argument(
+        "--spec",
+        metavar="SPEC.json",
+        help="test spec file (the library's spec.json format; default: spec.json beside a .ptx)",
+    )
     p.add_argument("--json", action="store_true", help="print the reports as JSON")
     p.add_argument(
         "--trust",
@@ -83,6 +88,7 @@ async def _run(args: argparse.Namespace, sizes: list[int] | None):
             args.file, args.kernel, ref=args.ref, sizes=sizes, arch=args.arch, ptxas=args.ptxas,
             timeout_s=args.timeout, seed=args.seed, on_progress=progress,
             trusted=bool(getattr(args, "trust", False)),
+            **({"spec_path": args.spec} if getattr(args, "spec", None) else {}),
         )  # fmt: skip
     finally:
         await shared_supervisor().close()
@@ -98,6 +104,13 @@ def run(args: argparse.Namespace) -> int:
     if args.ref and not Path(args.ref).is_file():
         print(f"ptxls test: no such reference file: {args.ref}", file=sys.stderr)
         return EXIT_CANNOT_RUN
+    if getattr(args, "spec", None):
+        if not Path(args.spec).is_file():
+            print(f"ptxls test: no such spec file: {args.spec}", file=sys.stderr)
+            return EXIT_CANNOT_RUN
+        if path.suffix != ".ptx":
+            print("ptxls test: --spec applies to .ptx files", file=sys.stderr)
+            return EXIT_CANNOT_RUN
     try:
         sizes = _sizes(args.sizes)
     except ValueError as e:
