@@ -30,6 +30,7 @@ class Provenance:
     compile: str = ""  # "ptxas 13.0 sm_90: ok"
     gpu: str = "not GPU-tested"
     resources: str = ""  # ptxas -v: registers, spills, shared memory
+    spec: str = ""  # the test spec the GPU test used (from the source and the person only)
     transcript: str = ""
     notes: tuple[str, ...] = ()
     date: str = ""
@@ -63,6 +64,8 @@ def with_header(ptx: str, p: Provenance) -> str:
     if p.resources:
         lines.append(f"// resources: {p.resources}")
     lines.append(f"// gpu test: {p.gpu}")
+    if p.spec:
+        lines.append(f"// test spec: {p.spec}")
     if p.transcript:
         lines.append(f"// transcript: {p.transcript}")
     lines += [f"// note: {n}" for n in p.notes]
@@ -79,9 +82,8 @@ def untouched_since_generated(text: str) -> bool:
 @dataclass
 class OutputPlan:
     path: Path
-    action: (
-        str  # "create", "replace" (ours, untouched), "unchanged", "beside" (the target was edited)
-    )
+    # "create", "replace" (ours, untouched), "unchanged", "refused" (a symlink given as -o)
+    action: str
     reason: str
 
 
@@ -91,6 +93,10 @@ def plan_output(
     """Where to write ``new_text``: ``<kernel>.ptx`` beside the source unless that would
     clobber a file someone edited. An explicit ``requested`` path is the user's call."""
     if requested is not None:
+        if requested.is_symlink():
+            return OutputPlan(
+                requested, "refused", f"{requested} is a symbolic link; not writing through it"
+            )
         action = "replace" if requested.exists() else "create"
         return OutputPlan(requested, action, "output path given")
     folder = source_path.parent
@@ -104,6 +110,10 @@ def plan_output(
     first_reason = ""
     for path in candidates:
         if path.resolve() == source_path.resolve():
+            continue
+        if path.is_symlink():
+            # a repository can ship k.ptx as a link to anything: never write through it
+            first_reason = first_reason or f"{path.name} is a symbolic link; not writing through it"
             continue
         if not path.exists():
             why = first_reason or "new file"

@@ -15,14 +15,19 @@ from pathlib import Path
 
 from ptxls.fewshot.retrieve import pick_examples
 
+from . import prompt, safe_write
 from .loop import LoopOptions, LoopResult, Progress, run_loop
 from .nvcc_reference import lower_with_nvcc
 from .perf import resource_usage
 from .provenance import OutputPlan, Provenance, plan_output, with_header
 from .settings import LlmSettings
 from .sources import SourceKernel, kernels_in, language_of
+from .target_isa import choose_target
 from .transcript import Transcript
 from .verify import Verifier, compile_only_verifier, gpu_availability, gpu_verifier
+
+ATTEMPTS_DIR = Path(".ptxls") / "attempts"
+PLANS_DIR = Path(".ptxls") / "plans"
 
 
 @dataclass
@@ -39,6 +44,8 @@ class LowerJob:
     workspace: Path | None = None  # transcripts go under <workspace>/.ptxls/transcripts
     ptxas_path: str | None = None
     nvcc_path: str | None = None
+    compile_only: bool = False  # asked on purpose: ptxas-checked, no GPU test
+    plan_text: str = ""  # a step plan the person accepted (strategy "plan")
 
 
 @dataclass
@@ -53,6 +60,21 @@ class LowerOutcome:
     loop: LoopResult | None = None
     gpu_tested: bool = False
     notes: list[str] = field(default_factory=list)
+    not_tested_why: str = ""  # when ok but not GPU-tested: why (no device, no reference, asked)
+    compile_only: bool = False  # the person asked for compile-only
+    attempt_path: Path | None = None  # the best failing attempt, written when nothing passed
+    warnings: list[str] = field(default_factory=list)
+    spec: str = ""  # the test spec used, in words (recorded in the provenance header)
+    ran: bool = False  # the lowering ran (False: it could not: no endpoint, no such kernel)
+    inside_workspace: bool = True  # the source lies in the workspace (outputs may be written)
+    backend: str = "llm"
+
+    @property
+    def status(self) -> str:
+        """ "passed" (GPU-tested), "compiled" (ptxas-clean, not GPU-tested), "failed", "error"."""
+        if self.ok:
+            return "passed" if self.gpu_tested else "compiled"
+        return "failed" if self.ran else "error"
 
 
 def choose_kernel(job: LowerJob) -> SourceKernel | str:
@@ -110,7 +132,6 @@ async def lower_nvcc(job: LowerJob, progress: Progress | None = None) -> LowerOu
     if src.kind != "cuda":
         return LowerOutcome(False, "the nvcc reference lowering needs a CUDA __global__ kernel")
     arch = job.arch or "sm_90"
-    (progress or (lambda _m: None))(f"nvcc -ptx -arch={arch} {job.source_path.name}")
     res = await lower_with_nvcc(
         job.text,
         file_path=str(job.source_path),
@@ -120,7 +141,7 @@ async def lower_nvcc(job: LowerJob, progress: Progress | None = None) -> LowerOu
         ptxas_path=job.ptxas_path,
     )
     if not res.ok:
-        return LowerOutcome(False, res.message, src.name, notes=res.notes)
+        return LowerOutcome(False, res.message, src.name, notes=res.notes, backend="nvcc")
     usage = await resource_usage(res.ptx, res.entry, arch=arch, ptxas_path=job.ptxas_path)
     prov = Provenance(
         resources=f"{usage.text()} (ptxas -v, {arch})" if usage.registers is not None else "",
@@ -134,18 +155,25 @@ async def lower_nvcc(job: LowerJob, progress: Progress | None = None) -> LowerOu
         notes=tuple(res.notes),
     )
     ptx = with_header(res.ptx, prov)
-    plan = plan_output(job.source_path, src.name, "nvcc", ptx, job.output)
-    report = f"nvcc lowering of {src.name}: {res.compile_summary}\n" + "\n".join(
-        f"  {n}" for n in res.notes
+    _root, inside = workspace_of(job)
+    plan = (
+        plan_output(job.source_path, src.name, "nvcc", ptx, job.output)
+        if inside or job.output is not None
+        else None
     )
+    report = "\n".join(f"note: {n}" for n in res.notes)  # the success itself is said once, last
     return LowerOutcome(
         True,
-        f"{src.name}: nvcc reference lowering, {res.compile_summary}",
+        f"{src.name}: nvcc reference lowering, {res.compile_summary} (not GPU-tested)",
         src.name,
         ptx,
         plan,
         report,
         notes=res.notes,
+        not_tested_why="the nvcc reference is compiler output, not GPU-tested",
+        ran=True,
+        inside_workspace=inside,
+        backend="nvcc",
     )
 
 
@@ -177,29 +205,94 @@ def request_spec(src: SourceKernel, job: LowerJob):  # -> (TestSpec | None, why)
     return spec, ""
 
 
-async def default_verifier(src: SourceKernel, job: LowerJob) -> tuple[Verifier, str]:
-    """GPU-test against the source where a GPU is present and there is something to test
-    against (the CUDA source, or for "Optimize" the PTX's own pairing/annotation); otherwise
-    compile-checked only, saying why."""
+def source_spec(src: SourceKernel, job: LowerJob):  # -> (TestSpec | None, why)
+    """The test spec, from the source and the person only — never from a candidate's PTX
+    (whose ``@gputest`` lines could loosen its own test): the CUDA signature and the source's
+    annotation / sidecar, the original PTX's annotation or paired CUDA ("Optimize"), or a
+    request's ``@gputest`` lines."""
+    from ptxls.gputest.pairing import infer_spec_from_cuda, spec_for_ptx
+
     if src.kind == "request":
-        spec, why = request_spec(src, job)
-        if spec is None:
-            return compile_only_verifier(why), why
-        available, reason = await gpu_availability()
-        if not available:
-            return compile_only_verifier(reason), reason
-        return gpu_verifier(spec=spec), ""
-    if src.kind == "triton":
-        why = "no runnable Triton reference"
-        return compile_only_verifier(why), why
+        return request_spec(src, job)
+    if src.kind == "cuda":
+        spec, problems = infer_spec_from_cuda(job.text, src.name, path=str(job.source_path))
+    elif src.kind == "ptx":
+        res = spec_for_ptx(job.text, src.name, ptx_path=str(job.source_path))
+        spec, problems = res.spec, res.problems
+    else:
+        return None, f"no runnable {src.kind.capitalize()} reference"
+    if spec is None or problems:
+        detail = "; ".join(str(getattr(p, "message", p)) for p in problems[:3])
+        return None, f"no usable test spec from the source ({detail or 'none inferred'})"
+    return spec, ""
+
+
+def spec_text(spec) -> str:
+    """The spec in one line, for the provenance header and the transcript."""
+    if spec is None:
+        return ""
+    params = "; ".join(
+        f"{p.name}: {p.role} {p.dtype}"
+        + (f"[{p.length}]" if p.is_pointer else "")
+        + (f" = {p.value}" if p.value else "")
+        for p in spec.params
+    )
+    launch = f"launch grid={spec.launch.grid} block={spec.launch.block}"
+    if spec.launch.shared not in ("", "0"):
+        launch += f" shared={spec.launch.shared}"
+    sizes = "sizes " + " ".join(str(n) for n in spec.sizes)
+    tol = f"tol {spec.tol:g}" if spec.tol is not None else "tol: per-dtype default"
+    ref = f"ref: {spec.numpy_ref}" if spec.numpy_ref else "ref: the nvcc-compiled source"
+    return f"{params}; {launch}; {sizes}; {tol}; {ref}"
+
+
+def test_facts(spec, tested: bool) -> prompt.TestFacts:
+    """What the test will do, for the prompt: the launch, the sizes, the numerics."""
+    if spec is None:
+        return prompt.TestFacts()
+    from ptxls.gputest.dtypes import DTYPES
+
+    launch = f"grid ({spec.launch.grid}) blocks of ({spec.launch.block}) threads"
+    if spec.launch.shared not in ("", "0"):
+        launch += f" and {spec.launch.shared} bytes of dynamic shared memory"
+    sizes = "n in " + ", ".join(str(n) for n in spec.sizes)
+    outs = [p for p in spec.params if p.is_pointer and p.role in ("out", "inout")]
+    tols = []
+    for p in outs:
+        dt = DTYPES.get(p.dtype)
+        tol = spec.tol if spec.tol is not None else (dt.rtol if dt else None)
+        if tol is not None:
+            tols.append(f"{p.name} ({p.dtype}) within a relative error of {tol:g}")
+    ref = "a float64 numpy reference" if spec.numpy_ref else "the nvcc-compiled source"
+    numerics = (
+        f"outputs are compared element by element with {ref}: " + ", ".join(tols) if tols else ""
+    )
+    if numerics:
+        numerics += "; use .rn arithmetic unless that tolerance allows .approx"
+    return prompt.TestFacts(launch, sizes, numerics, tested)
+
+
+async def default_verifier(src: SourceKernel, job: LowerJob):  # -> (Verifier, why, spec)
+    """GPU-test against the source where a GPU is present and there is something to test
+    against; otherwise compile-checked only, saying why. The spec is built here, from the
+    source, and handed to the verifier: the candidate's own ``@gputest`` lines are never read."""
+    if job.compile_only:
+        why = "compile-only requested"
+        spec, _ = source_spec(src, job) if src.kind != "triton" else (None, "")
+        return compile_only_verifier(why), why, spec
+    spec, why = source_spec(src, job)
+    if spec is None:
+        return compile_only_verifier(why), why, None
     available, reason = await gpu_availability()
     if not available:
-        return compile_only_verifier(reason), reason
+        return compile_only_verifier(reason), reason, spec
     if src.kind == "cuda":
-        return gpu_verifier(reference_cuda=job.text, reference_path=str(job.source_path)), ""
-    if src.kind == "ptx":
-        return gpu_verifier(ptx_path=str(job.source_path)), ""
-    return compile_only_verifier(f"cannot test a {src.kind} source"), src.kind
+        return (
+            gpu_verifier(spec=spec, reference_cuda=job.text, reference_path=str(job.source_path)),
+            "",
+            spec,
+        )
+    return gpu_verifier(spec=spec), "", spec
 
 
 def loop_options(settings: LlmSettings, job: LowerJob, reference_ptx: str = "") -> LoopOptions:
@@ -213,7 +306,132 @@ def loop_options(settings: LlmSettings, job: LowerJob, reference_ptx: str = "") 
         ptxas_path=job.ptxas_path,
         file_name="" if job.describe else job.source_path.name,
         reference_ptx=reference_ptx,
+        temperature=settings.temperature,
+        budget_s=getattr(settings, "budget_s", None),
+        plan_text=job.plan_text,
     )
+
+
+def fitting_examples(src: SourceKernel, k: int):
+    """Few-shot examples for the request, never the exact answer to it: an example whose kernel
+    is the one asked for (same entry name, or the same CUDA text) is left out."""
+    from ptxls.fewshot.library import load_examples
+
+    def norm(t: str) -> str:
+        return " ".join(t.split())
+
+    everything = load_examples()
+    own = norm(src.text)
+    allowed = [
+        e
+        for e in everything
+        if not (src.name and f".entry {src.name}(" in e.ptx.replace(" (", "("))
+        and norm(e.reference_cu) != own
+        and not (own and own in norm(e.reference_cu))
+    ]
+    return pick_examples(src.text, k, allowed) if allowed else []
+
+
+def workspace_of(job: LowerJob) -> tuple[Path, bool]:
+    """(the folder ptxls may write this job's files in, whether the source lies inside it).
+    A source outside the workspace gets its transcripts and attempts in ptxls's own cache
+    folder, and no result beside it."""
+    if job.workspace is not None and (
+        job.describe or safe_write.is_inside(job.source_path, job.workspace)
+    ):
+        return Path(job.workspace), True
+    cache = safe_write.user_cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    return cache, False
+
+
+def _attempt_text(attempt, src: SourceKernel, why: str, transcript: str) -> str:
+    lines = [
+        "// NOT A PASSING RESULT: the best attempt of a lowering that did not pass.",
+        f"// kernel: {src.name or '(request)'}",
+        f"// attempt: {attempt.describe()}",
+        f"// why the lowering stopped: {why}",
+    ]
+    if transcript:
+        lines.append(f"// transcript: {transcript}")
+    return "\n".join(lines) + "\n" + attempt.ptx.strip() + "\n"
+
+
+def write_attempt(root: Path, stem: str, text: str) -> Path | None:
+    target = root / ATTEMPTS_DIR / f"{stem}.attempt.ptx"
+    try:
+        return safe_write.write_text(target, text, root=root, replace_symlink=True)
+    except (safe_write.UnsafeWrite, OSError):
+        return None
+
+
+async def make_plan(
+    job: LowerJob, settings: LlmSettings, *, client=None, progress: Progress | None = None
+) -> tuple[str, str]:
+    """Only the step plan (strategy "plan"), for a person to check before any PTX is written.
+    Returns (plan, error)."""
+    if not settings.ready:
+        return "", settings.not_ready_message()
+    src = choose_kernel(job)
+    if isinstance(src, str):
+        return "", src
+    arch = job.arch or settings.arch
+    choice = await choose_target(arch, ptxas_path=job.ptxas_path)
+    if choice.problem:
+        return "", choice.problem
+    spec, _ = source_spec(src, job)
+    examples = fitting_examples(src, settings.fewshot_count)
+    messages = prompt.first_messages(
+        src,
+        examples,
+        prompt.Target(arch, choice.isa),
+        file_name="" if job.describe else job.source_path.name,
+        plan=True,
+        facts=test_facts(spec, False),
+    )
+    own_client = client is None
+    if own_client:
+        from .llm_client import LlmClient, LlmError
+
+        try:
+            client = LlmClient(settings)
+        except LlmError as e:
+            return "", str(e)
+    from .llm_client import LlmError
+
+    try:
+        (progress or (lambda _m: None))("asking the model for a step plan")
+        reply = await client.chat(messages, seed=settings.seed)
+    except LlmError as e:
+        return "", str(e)
+    finally:
+        if own_client:
+            await client.aclose()
+    plan = (reply.text or "").strip()
+    if not plan:
+        return "", "the model sent an empty plan" + (
+            " (cut at the token limit: raise ptxls.llm.maxTokens)"
+            if reply.finish_reason == "length"
+            else ""
+        )
+    return plan, ""
+
+
+def plan_document(job: LowerJob, kernel: str, plan: str) -> str:
+    """The plan as a document a person edits and accepts."""
+    return (
+        f"# Plan for lowering {kernel or 'the request'} to PTX\n\n"
+        f"Source: {job.source_path.name}\n\n"
+        'Edit the steps below if they are wrong, then accept them ("Lower with this plan" '
+        "above, or `ptxls lower ... --plan THIS_FILE`). No PTX has been written yet.\n\n"
+        "<!-- the plan starts below this line -->\n"
+        f"{plan.strip()}\n"
+    )
+
+
+def plan_from_document(text: str) -> str:
+    marker = "<!-- the plan starts below this line -->"
+    return text.split(marker, 1)[1].strip() if marker in text else text.strip()
 
 
 async def lower_llm(
@@ -230,14 +448,25 @@ async def lower_llm(
     src = choose_kernel(job)
     if isinstance(src, str):
         return LowerOutcome(False, src)
+    arch = job.arch or settings.arch
+    choice = await choose_target(arch, ptxas_path=job.ptxas_path)
+    if choice.problem:
+        return LowerOutcome(False, choice.problem, src.name)
+    not_tested_why = ""
+    spec = None
     if verifier is None:
-        verifier, _ = await default_verifier(src, job)
-    root = job.workspace or job.source_path.parent
+        verifier, not_tested_why, spec = await default_verifier(src, job)
+    else:
+        spec, _ = source_spec(src, job)
+    root, inside = workspace_of(job)
     transcript = Transcript.create(
         root, f"{job.source_path.stem}-{src.name or 'request'}", [settings.api_key]
     )
     transcript.record("settings", **settings.public_dict())
-    examples = pick_examples(src.text, settings.fewshot_count)
+    transcript.record(
+        "target", arch=arch, isa=choice.isa, why=choice.why, spec=spec_text(spec) or None
+    )
+    examples = fitting_examples(src, settings.fewshot_count)
     own_client = client is None
     if own_client:
         from .llm_client import LlmClient, LlmError
@@ -246,12 +475,15 @@ async def lower_llm(
             client = LlmClient(settings)
         except LlmError as e:
             return LowerOutcome(False, str(e))
+    opts = loop_options(settings, job)
+    opts.arch, opts.isa = arch, choice.isa
+    opts.facts = test_facts(spec, not not_tested_why)
     try:
         result = await run_loop(
             src,
             client=client,
             examples=examples,
-            opts=loop_options(settings, job),
+            opts=opts,
             transcript=transcript,
             verifier=verifier,
             progress=progress,
@@ -268,19 +500,42 @@ async def lower_llm(
         report=result.report(),
         transcript=transcript.path,
         loop=result,
+        warnings=list(result.warnings),
+        spec=spec_text(spec),
+        ran=True,
+        compile_only=job.compile_only,
+        inside_workspace=inside,
     )
+    if transcript.write_error:
+        outcome.notes.append(transcript.write_error)
     if not result.ok or result.best is None:
-        outcome.message = f"{result.message} (transcript: {shown_transcript})"
+        if result.attempt is not None and not result.cancelled:
+            stem = f"{job.source_path.stem}-{src.name or 'request'}"
+            text = _attempt_text(result.attempt, src, result.stop_reason, shown_transcript)
+            outcome.attempt_path = write_attempt(root, stem, text)
+        kept = (
+            f"; best attempt ({result.attempt.describe()}) kept in "
+            f"{_shown_path(outcome.attempt_path, root)}"
+            if outcome.attempt_path and result.attempt
+            else ""
+        )
+        outcome.message = (
+            f"{result.message}{kept} (transcript: {shown_transcript or 'not written'})"
+        )
         return outcome
     best = result.best
     from ptxls.diagnostics.ptx_parse import parse_ptx
 
     kernel = src.name or next((e.name for e in parse_ptx(best.ptx)[0].entries), "kernel")
     v = best.verify
+    tested = bool(v and v.tested)
     gpu_line = v.summary if v else "not GPU-tested"
+    if not tested and "not GPU-tested" not in gpu_line:
+        gpu_line = f"not GPU-tested ({not_tested_why or gpu_line})"
     last = best.rounds[-1]
-    arch = job.arch or settings.arch
     usage = await resource_usage(best.ptx, kernel, arch=arch, ptxas_path=job.ptxas_path)
+    notes = [f"warning: {w}" for w in result.warnings]
+    notes.append(f".version {choice.isa}: {choice.why}")
     prov = Provenance(
         resources=f"{usage.text()} (ptxas -v, {arch})" if usage.registers is not None else "",
         backend="llm",
@@ -294,13 +549,23 @@ async def lower_llm(
         + f" (candidate {best.index} of {settings.candidates}, max {settings.rounds} rounds, strategy {settings.strategy})",
         compile=last.summary.split(";")[0],
         gpu=gpu_line,
+        spec=(spec_text(spec) if tested else ""),
         transcript=shown_transcript,
+        notes=tuple(notes),
     )
     outcome.ptx = with_header(best.ptx, prov)
     outcome.kernel = kernel
-    outcome.gpu_tested = bool(v and v.tested)
-    outcome.output = plan_output(job.source_path, kernel, "llm", outcome.ptx, job.output)
-    outcome.message = f"{kernel}: {result.message}"
+    outcome.gpu_tested = tested
+    outcome.not_tested_why = "" if tested else (not_tested_why or gpu_line)
+    if inside or job.output is not None:
+        outcome.output = plan_output(job.source_path, kernel, "llm", outcome.ptx, job.output)
+    if tested:
+        outcome.message = f"{kernel}: {result.message}"
+    else:
+        outcome.message = (
+            f"{kernel}: ptxas-clean, NOT GPU-tested ({outcome.not_tested_why}) — "
+            f"candidate {best.index}, round {len(best.rounds)}"
+        )
     return outcome
 
 

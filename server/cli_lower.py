@@ -3,25 +3,41 @@
     ptxls lower kernels.cu --kernel vec_add --backend nvcc
     ptxls lower kernels.cu --kernel vec_add --backend llm --candidates 2 --rounds 5
     ptxls lower --describe "relu(float* x, int n): x[i] = max(x[i], 0)" -o relu.ptx
+    ptxls lower kernels.cu --kernel vec_add --strategy plan --plan-only > plan.md
+    ptxls lower kernels.cu --kernel vec_add --plan plan.md          # after editing the plan
 
-Progress goes to stderr, the final report to stdout. Exit 0 when a lowering passed, 1 when
-nothing passed, 2 when it could not run (no endpoint, no such file or kernel).
+Progress goes to stderr, the report to stdout; the last line says what was checked, in words.
+Exit codes (never more than what was checked):
+
+    0  the result passed the GPU test (or --compile-only was asked and ptxas accepts it;
+       or the nvcc reference lowering succeeded)
+    4  ptxas-clean but NOT GPU-tested (no device, no reference to test against)
+    1  nothing passed (the best attempt is kept under .ptxls/attempts/)
+    2  it could not run (no endpoint, no such file or kernel, a target ptxas rejects)
+
+Outputs are written only inside the current folder (the workspace) or where ``-o`` says, never
+through a symbolic link; for a source outside the current folder without ``-o`` the PTX is
+printed instead.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import json
 import sys
 from pathlib import Path
 
-EXIT_OK, EXIT_FAILED, EXIT_CANNOT_RUN = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_CANNOT_RUN, EXIT_NOT_TESTED = 0, 1, 2, 4
 
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "lower",
         help="lower a CUDA/Triton kernel or a plain-language request to PTX (nvcc reference or the verified LLM loop)",
+        description="Exit 0: GPU-tested and passed (or --compile-only / nvcc and ptxas-clean); "
+        "4: ptxas-clean but not GPU-tested; 1: nothing passed; 2: cannot run.",
     )
     p.add_argument(
         "file", nargs="?", metavar="FILE", help=".cu, .py (Triton) or .ptx (optimize) file"
@@ -31,7 +47,8 @@ def add_parser(subparsers) -> None:
     p.add_argument(
         "-o",
         "--output",
-        help="output .ptx (default: <kernel>.ptx beside FILE, never clobbering a hand-edited file)",
+        help="output .ptx, or - for stdout (default: <kernel>.ptx beside FILE, never clobbering "
+        "a hand-edited file, only inside the current folder)",
     )
     p.add_argument(
         "--describe", metavar="TEXT", help="a plain-language request instead of a kernel in FILE"
@@ -47,16 +64,36 @@ def add_parser(subparsers) -> None:
     p.add_argument(
         "--strategy", choices=("direct", "plan"), help="'plan': ask for a step plan first"
     )
+    p.add_argument(
+        "--plan-only",
+        action="store_true",
+        help="only ask for the step plan and print it (edit it, then pass it back with --plan)",
+    )
+    p.add_argument(
+        "--plan", metavar="FILE", help="lower following this (edited) plan; implies --strategy plan"
+    )
+    p.add_argument(
+        "--compile-only",
+        action="store_true",
+        help="check candidates with ptxas only, on purpose (no GPU test); exit 0 when one is clean",
+    )
     p.add_argument("--model", help="model name (default: PTXLS_MODEL)")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint (default: OPENAI_BASE_URL)")
     p.add_argument("--ptxas", help="ptxas to verify with")
     p.add_argument("--dry-run", action="store_true", help="print the result instead of writing it")
+    p.add_argument(
+        "--format",
+        choices=("text", "markdown", "json"),
+        default="text",
+        help="report format on stdout (default: text)",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
 
 
 def _settings(args):
     from ptxls.lowering.settings import from_config
 
+    strategy = "plan" if (args.plan or args.plan_only) else args.strategy
     config = {
         k: v
         for k, v in {
@@ -64,7 +101,7 @@ def _settings(args):
             "baseUrl": args.base_url,
             "candidates": args.candidates,
             "rounds": args.rounds,
-            "strategy": args.strategy,
+            "strategy": strategy,
             "arch": args.arch,
         }.items()
         if v is not None
@@ -72,33 +109,172 @@ def _settings(args):
     return from_config(config)
 
 
+def _err(msg: str) -> None:
+    print(f"ptxls lower: {msg}", file=sys.stderr)
+
+
+async def _run_async(job, settings, progress, plan_only: bool):
+    """The whole run inside one event loop, which also closes what it started (the GPU worker),
+    so nothing outlives the loop ("Exception ignored ... Event loop is closed" on 3.12)."""
+    from ptxls.lowering.service import lower, make_plan
+
+    try:
+        if plan_only:
+            return await make_plan(job, settings, progress=progress)
+        return await lower(job, settings, progress=progress)
+    finally:
+        await _close_workers()
+
+
+async def _close_workers() -> None:
+    try:
+        from ptxls.gputest import supervisor
+    except Exception:  # noqa: BLE001 - no harness: nothing was started
+        return
+    shared = getattr(supervisor, "_shared", None)
+    if shared is not None:
+        # best effort: the worker dies with us anyway; this only keeps the exit quiet
+        with contextlib.suppress(Exception):
+            await shared[1].close()
+
+
+def _exit_code(outcome, compile_only: bool) -> int:
+    if not outcome.ok:
+        return EXIT_FAILED if outcome.ran else EXIT_CANNOT_RUN
+    if outcome.gpu_tested or compile_only or outcome.backend == "nvcc":
+        return EXIT_OK
+    return EXIT_NOT_TESTED
+
+
+def _last_line(outcome, code: int, written: str) -> str:
+    where = f" → {written}" if written else ""
+    if code == EXIT_OK and outcome.backend == "nvcc":
+        return f"{outcome.message}{where}"
+    if code == EXIT_OK and outcome.gpu_tested:
+        return f"PASSED the GPU test{where}: {outcome.message}"
+    if code == EXIT_OK:
+        return f"ptxas-clean{where} (compile-only, as asked; not GPU-tested): {outcome.message}"
+    if code == EXIT_NOT_TESTED:
+        why = outcome.not_tested_why or "no GPU test ran"
+        return f"ptxas-clean but NOT GPU-tested ({why}){where}"
+    if code == EXIT_FAILED:
+        return f"FAILED: {outcome.message}"
+    return f"could not run: {outcome.message}"
+
+
+def _emit(fmt: str, outcome, code: int, written: str, last: str) -> None:
+    if fmt == "json":
+        loop = outcome.loop
+        print(
+            json.dumps(
+                {
+                    "status": outcome.status,
+                    "exit_code": code,
+                    "kernel": outcome.kernel,
+                    "message": outcome.message,
+                    "gpu_tested": outcome.gpu_tested,
+                    "not_tested_why": outcome.not_tested_why,
+                    "output": written or None,
+                    "attempt": str(outcome.attempt_path) if outcome.attempt_path else None,
+                    "transcript": str(outcome.transcript) if outcome.transcript else None,
+                    "warnings": outcome.warnings,
+                    "spec": outcome.spec or None,
+                    "stop_reason": loop.stop_reason if loop else None,
+                    "report": outcome.report,
+                    "summary": last,
+                },
+                indent=2,
+            )
+        )
+        return
+    if fmt == "markdown":
+        print(f"## ptxls lower: {outcome.kernel or 'request'}\n")
+        if outcome.report:
+            print("```text\n" + outcome.report + "\n```\n")
+        for w in outcome.warnings:
+            print(f"- **warning:** {w}")
+        if outcome.transcript:
+            print(f"- transcript: `{outcome.transcript}`")
+        if outcome.attempt_path:
+            print(f"- best attempt: `{outcome.attempt_path}`")
+        print(f"\n**{last}**")
+        return
+    if outcome.report:
+        print(outcome.report)
+    for w in outcome.warnings:
+        print(f"warning: {w}")
+    if outcome.transcript:
+        print(f"transcript: {outcome.transcript}")
+    if outcome.attempt_path:
+        print(f"best attempt: {outcome.attempt_path}")
+    print(last)
+
+
+def _write(outcome, args, workspace: Path) -> tuple[str, str]:
+    """(what was written, an error) — only inside the workspace or where -o says, never
+    through a symlink; a source outside the workspace without -o: printed, not written."""
+    from ptxls.lowering import safe_write
+
+    plan = outcome.output
+    if args.output == "-" or args.dry_run:
+        print(outcome.ptx)
+        return "stdout", ""
+    if plan is None:
+        print(outcome.ptx)
+        return (
+            "stdout (the source is outside the current folder: pass -o to write a file)",
+            "",
+        )
+    if plan.action == "refused":
+        return "", plan.reason
+    if plan.action == "unchanged":
+        return f"{plan.path} (unchanged: {plan.reason})", ""
+    root = Path(args.output).resolve().parent if args.output else workspace
+    try:
+        safe_write.write_text(plan.path, outcome.ptx, root=root)
+    except (safe_write.UnsafeWrite, OSError) as e:
+        return "", f"not written: {e}"
+    return f"{plan.path} ({plan.reason})", ""
+
+
 def run(args: argparse.Namespace) -> int:
-    from ptxls.lowering.service import LowerJob, lower
+    from ptxls.lowering.service import LowerJob, plan_from_document
 
     if not args.file and not args.describe:
-        print(
-            "ptxls lower: give a FILE, or --describe TEXT for a plain-language request",
-            file=sys.stderr,
-        )
+        _err("give a FILE, or --describe TEXT for a plain-language request")
         return EXIT_CANNOT_RUN
     if args.describe and args.backend == "nvcc":
-        print(
-            "ptxls lower: --describe needs the llm backend (nvcc compiles CUDA only)",
-            file=sys.stderr,
-        )
+        _err("--describe needs the llm backend (nvcc compiles CUDA only)")
         return EXIT_CANNOT_RUN
+    if (args.plan or args.plan_only) and args.backend == "nvcc":
+        _err("--plan/--plan-only need the llm backend")
+        return EXIT_CANNOT_RUN
+    workspace = Path.cwd()
     if args.file:
         path = Path(args.file)
         try:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError as e:
-            print(f"ptxls lower: cannot read {path}: {e.strerror or e}", file=sys.stderr)
+            _err(f"cannot read {path}: {e.strerror or e}")
             return EXIT_CANNOT_RUN
     else:
-        path, text = Path.cwd() / "request.txt", ""
+        path, text = workspace / "request.txt", ""
+    plan_text = ""
+    if args.plan:
+        try:
+            plan_text = plan_from_document(Path(args.plan).read_text(encoding="utf-8"))
+        except OSError as e:
+            _err(f"cannot read the plan {args.plan}: {e.strerror or e}")
+            return EXIT_CANNOT_RUN
+        if not plan_text:
+            _err(f"the plan {args.plan} is empty")
+            return EXIT_CANNOT_RUN
     settings, problems = _settings(args)
     for p in problems:
-        print(f"ptxls lower: {p}", file=sys.stderr)
+        _err(p)
+    output = None
+    if args.output and args.output != "-":
+        output = Path(args.output)
     job = LowerJob(
         source_path=path,
         text=text,
@@ -107,9 +283,11 @@ def run(args: argparse.Namespace) -> int:
         describe=args.describe,
         optimize=args.optimize,
         arch=args.arch,
-        output=Path(args.output) if args.output else None,
-        workspace=Path.cwd(),
+        output=output,
+        workspace=workspace,
         ptxas_path=args.ptxas,
+        compile_only=args.compile_only,
+        plan_text=plan_text,
     )
 
     def progress(msg: str) -> None:
@@ -117,26 +295,32 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {msg}", file=sys.stderr, flush=True)
 
     try:
-        outcome = asyncio.run(lower(job, settings, progress=progress))
+        outcome = asyncio.run(_run_async(job, settings, progress, args.plan_only))
     except KeyboardInterrupt:
-        print("ptxls lower: cancelled", file=sys.stderr)
+        _err("cancelled")
         return 130
-    if outcome.report:
-        print(outcome.report)
-    if not outcome.ok:
-        print(f"ptxls lower: {outcome.message}", file=sys.stderr)
-        ran = outcome.loop is not None
-        return EXIT_FAILED if ran else EXIT_CANNOT_RUN
-    if args.dry_run:
-        print(outcome.ptx)
+    if args.plan_only:
+        plan, error = outcome
+        if error:
+            _err(error)
+            return EXIT_CANNOT_RUN
+        from ptxls.lowering.service import choose_kernel, plan_document
+
+        src = choose_kernel(job)
+        name = "" if isinstance(src, str) else src.name
+        print(plan_document(job, name, plan))
         return EXIT_OK
-    plan = outcome.output
-    if plan.action == "unchanged":
-        print(f"{plan.path}: unchanged ({plan.reason})")
-    else:
-        plan.path.write_text(outcome.ptx, encoding="utf-8")
-        print(f"wrote {plan.path} ({plan.reason})")
-    if outcome.transcript:
-        print(f"transcript: {outcome.transcript}")
-    print(outcome.message)
-    return EXIT_OK
+    if not outcome.ok:
+        code = _exit_code(outcome, args.compile_only)
+        if code == EXIT_CANNOT_RUN and args.format == "text":
+            _err(outcome.message)
+            return code
+        _emit(args.format, outcome, code, "", _last_line(outcome, code, ""))
+        return code
+    written, error = _write(outcome, args, workspace)
+    if error:
+        _err(error)
+        return EXIT_CANNOT_RUN
+    code = _exit_code(outcome, args.compile_only)
+    _emit(args.format, outcome, code, written, _last_line(outcome, code, written))
+    return code

@@ -104,7 +104,8 @@ async def test_without_a_gpu_the_request_is_compile_checked_and_says_why(tmp_pat
     if available:
         pytest.skip("a GPU is present: the GPU test below covers this machine")
     job, src = _job(tmp_path)
-    _, why = await default_verifier(src, job)
+    _, why, spec = await default_verifier(src, job)
+    assert spec is not None  # the request block carries @gputest lines: a spec, just no GPU
     assert why == reason and "no CUDA device" in why
 
 
