@@ -32,6 +32,7 @@ from pygls.lsp.server import LanguageServer
 
 from .settings import Settings, settings_from_dict
 from .store import DiagnosticStore
+from .uris import find_document
 
 log = logging.getLogger("ptxls")
 
@@ -62,6 +63,20 @@ class PtxlsServer(LanguageServer):
         self.client_opens_results = False
         self._told: set[str] = set()
         self._error_times: dict[str, float] = {}
+        self.exit_code = 0
+        # Whether the person trusts the workspace (initializationOptions.trustedWorkspace: the
+        # editor's own trust decision, e.g. VS Code's workspace trust). Untrusted: a ref: the
+        # restricted evaluator refuses is not run, and tool paths / the LLM endpoint are taken
+        # only from the client's user-level configuration (settings.py).
+        self.workspace_trusted = False
+
+    def start_io(self, stdin=None, stdout=None) -> None:  # noqa: ANN001 - pygls' signature
+        """Serve over stdio with ptxls's message loop instead of pygls' (framing resync, size
+        limit, an answer to every request, LSP lifecycle: see transport.py). The process exit
+        code is left in ``exit_code``."""
+        from .transport import serve_stdio
+
+        self.exit_code = serve_stdio(self, stdin, stdout)
 
     # -- talking to the person --------------------------------------------------------------
 
@@ -100,8 +115,9 @@ class PtxlsServer(LanguageServer):
     # -- documents -----------------------------------------------------------------------------
 
     def open_document(self, uri: str):
-        """The editor's buffer, or None when the editor has not opened it (never a disk read)."""
-        return self.workspace.text_documents.get(uri)
+        """The editor's buffer, or None when the editor has not opened it (never a disk read).
+        Percent-encoded, drive-letter and localhost spellings all find it (see uris.py)."""
+        return find_document(self.workspace.text_documents, uri)
 
     def publish(self, uri: str, version: int | None) -> None:
         self.text_document_publish_diagnostics(
@@ -136,6 +152,13 @@ class PtxlsServer(LanguageServer):
             return
         if result and isinstance(result[0], dict):
             self.apply_settings(result[0])
+
+
+def short_name(text: str, limit: int = 120) -> str:
+    """A name or URI from the client or a file, cut for a message or a progress title (a
+    kernel name can be megabytes long)."""
+    text = str(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 async def call_provider(provider: Callable[..., Any], *args: Any) -> Any:

@@ -29,8 +29,9 @@ def _serve(args: argparse.Namespace) -> int:
         logging.getLogger("pygls").setLevel(logging.WARNING)  # it logs every message at INFO
     from .app import create_server
 
-    create_server().start_io()
-    return EXIT_OK
+    server = create_server()
+    server.start_io()
+    return server.exit_code  # 1 after 'exit' without 'shutdown' (LSP lifecycle)
 
 
 def _check(args: argparse.Namespace) -> int:

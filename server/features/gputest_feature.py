@@ -12,15 +12,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
 
 from ptxls.gputest import api
 from ptxls.gputest.report import NO_GPU, TestReport
 
-from ..app import PtxlsServer
+from ..app import PtxlsServer, short_name
 from ..progress import CommandProgress
+from ..uris import to_path
 
 log = logging.getLogger("ptxls")
 
@@ -51,8 +51,7 @@ def _language(uri: str, ls: PtxlsServer) -> str | None:
 
 
 def _path(uri: str) -> str | None:
-    parsed = urlparse(uri)
-    return unquote(parsed.path) if parsed.scheme == "file" else None
+    return to_path(uri)
 
 
 def _kernels(ls: PtxlsServer, uri: str) -> list[tuple[str, int, int]]:
@@ -193,7 +192,7 @@ async def run_gpu_test_command(ls: PtxlsServer, *args) -> dict:
         return {
             "ok": False,
             "status": "bad-arguments",
-            "summary": f"{COMMAND} takes (uri, kernel), got {list(args)}",
+            "summary": f"{COMMAND} takes (uri, kernel), got {short_name(repr(list(args)))}",
         }
     uri, kernel = args[0], args[1]
     doc = ls.open_document(uri)
@@ -202,7 +201,7 @@ async def run_gpu_test_command(ls: PtxlsServer, *args) -> dict:
         return {
             "ok": False,
             "status": "not-open",
-            "summary": f"{uri} is not an open .ptx/.cu document",
+            "summary": f"{short_name(uri)} is not an open .ptx/.cu document",
         }
     state: GpuTestState = ls.gputest_state
     key = (uri, kernel)
@@ -210,8 +209,10 @@ async def run_gpu_test_command(ls: PtxlsServer, *args) -> dict:
         state.running.pop(key).cancel()  # a second click restarts with the current text
     version, text, path = doc.version, doc.source, _path(uri)
     s = ls.settings
-    kw = dict(arch=s.arch, ptxas=s.ptxas_path, nvcc=s.nvcc_path)
-    progress = CommandProgress(ls, f"ptxls: GPU test of {kernel}")
+    # trusted: the person trusts this workspace (the client said so at initialize), so a ref:
+    # outside the restricted numpy language may run as Python; otherwise it is refused.
+    kw = dict(arch=s.arch, ptxas=s.ptxas_path, nvcc=s.nvcc_path, trusted=ls.workspace_trusted)
+    progress = CommandProgress(ls, f"ptxls: GPU test of {short_name(kernel)}")
     await progress.begin()
 
     async def work() -> TestReport:

@@ -1,0 +1,285 @@
+"""The stdio message loop: our own, in place of pygls' ``run_async``, so that a client that
+breaks the framing or the lifecycle cannot make the server deaf, crash it, or leave a request
+unanswered. pygls 2.x (io_.run_async and JsonRPCProtocol) does not, and each point below is a
+workaround for it, kept here rather than patched into the installed package:
+
+- **Framing.** pygls matches ``Content-Length`` only as a whole header line, then reads exactly
+  that many bytes. A body shorter than its header glues the next header onto the body's end,
+  and from then on every header is missed: deaf for good. Here a header is found anywhere in a
+  line, and a body that does not parse is searched for a header that follows it (the bytes from
+  there are read again), so the very next message is understood.
+- **Size.** pygls passes any ``Content-Length`` to ``read(n)``: 10**12 is a MemoryError that
+  ends the server. Here a length above ``MAX_BODY_BYTES`` is refused with a log line and the
+  stream is searched for the next header. Header lines are read with a length limit too.
+- **Undecodable messages.** pygls turns params that do not decode into an exception that is
+  logged and never answered: the client waits forever. Here every request gets an answer: -32700
+  (parse error) for a body that is not JSON, -32600 for a message that is not JSON-RPC 2.0,
+  -32602 for params that do not fit the method.
+- **Lifecycle** (LSP 3.17 "Lifecycle messages"): a request before ``initialize`` gets -32002 and a
+  notification then is dropped; pygls would run it. A request after ``shutdown`` gets -32600;
+  pygls drops it silently. ``exit`` without ``shutdown`` ends the process with code 1; pygls
+  computes that code but its ``start_io`` swallows the SystemExit, so the process exited 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+import sys
+import threading
+from typing import Any, BinaryIO
+
+from pygls.exceptions import JsonRpcException
+from pygls.io_ import StdoutWriter
+
+log = logging.getLogger("ptxls.transport")
+
+MAX_BODY_BYTES = 128 << 20  # a 100 MB .ptx still fits; 10**12 does not
+MAX_HEADER_LINE = 64 << 10
+_CHUNK = 64 << 10
+_HEADER = re.compile(rb"Content-Length:[ \t]*(\d{1,20})[ \t]*\r?\n?$", re.IGNORECASE)
+_HEADER_ANYWHERE = re.compile(rb"Content-Length:[ \t]*\d{1,20}[ \t]*\r?\n", re.IGNORECASE)
+
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
+SERVER_NOT_INITIALIZED = -32002
+
+
+class _Input:
+    """The client's byte stream, read in the reader thread straight from its file descriptor
+    (a daemon thread blocked inside a *buffered* stdin holds its lock, and the interpreter
+    aborts at exit when it finds it taken), with our own buffer, a push-back (bytes of a bad
+    body that turned out to start the next message) and a line-length limit."""
+
+    def __init__(self, stream: BinaryIO):
+        try:
+            self.fd: int | None = stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            self.fd = None
+        self.stream = stream
+        self.pending = b""
+
+    def _more(self, n: int) -> bytes:
+        if self.fd is not None:
+            try:
+                return os.read(self.fd, n)
+            except OSError:
+                return b""
+        return self.stream.read1(n) if hasattr(self.stream, "read1") else self.stream.read(n)
+
+    def push_back(self, data: bytes) -> None:
+        self.pending = data + self.pending
+
+    def readline(self) -> bytes:
+        """Up to and including the next newline, at most MAX_HEADER_LINE bytes; b'' at the end."""
+        while True:
+            nl = self.pending.find(b"\n", 0, MAX_HEADER_LINE)
+            if nl >= 0:
+                line, self.pending = self.pending[: nl + 1], self.pending[nl + 1 :]
+                return line
+            if len(self.pending) >= MAX_HEADER_LINE:
+                line, self.pending = self.pending[:MAX_HEADER_LINE], self.pending[MAX_HEADER_LINE:]
+                return line
+            chunk = self._more(_CHUNK)
+            if not chunk:
+                line, self.pending = self.pending, b""
+                return line
+            self.pending += chunk
+
+    def read(self, n: int) -> bytes:
+        out = bytearray(self.pending[:n])
+        self.pending = self.pending[n:]
+        while len(out) < n:
+            chunk = self._more(min(n - len(out), 1 << 20))
+            if not chunk:
+                break
+            out += chunk
+        return bytes(out)
+
+
+_PARSE_FAILED = object()
+
+
+class MessageLoop:
+    """Framing and JSON parsing run in a daemon thread (a blocked read of stdin must never keep
+    the process alive after ``exit``, and parsing a 5 MB didOpen is no work for the event loop);
+    each parsed message is dispatched on the event loop, in order."""
+
+    def __init__(self, server: Any, stdin: BinaryIO, writer: StdoutWriter):
+        self.server = server
+        self.protocol = server.protocol
+        self.input = _Input(stdin)
+        self.writer = writer
+        self.initialize_seen = False
+
+    async def run(self, stop: threading.Event) -> None:
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue = asyncio.Queue()
+
+        def read_all() -> None:
+            try:
+                while not stop.is_set():
+                    item = self._next_message()
+                    loop.call_soon_threadsafe(queue.put_nowait, item)
+                    if item is None:
+                        return
+            except Exception:  # noqa: BLE001 - the stream broke: end the session, say why
+                log.exception("reading the client's input failed")
+                loop.call_soon_threadsafe(queue.put_nowait, None)
+
+        threading.Thread(target=read_all, name="ptxls-stdin", daemon=True).start()
+        while not stop.is_set():
+            item = await queue.get()
+            if item is None:
+                return
+            if item is _PARSE_FAILED:
+                self.send_error(None, PARSE_ERROR, "Parse error: the message body is not JSON")
+                continue
+            self.dispatch(item)
+
+    def _next_message(self):
+        """The next message as parsed JSON, _PARSE_FAILED, or None at the end of input."""
+        length = self._headers()
+        if length is None:
+            log.info("the client closed the input stream")
+            return None
+        body = self.input.read(length)
+        if len(body) < length:
+            log.info("the input ended inside a message")
+            return None
+        try:
+            return json.loads(body)
+        except (ValueError, RecursionError):
+            log.error("a message body is not JSON (%d bytes)", len(body))
+            self._resync(body)
+            return _PARSE_FAILED
+
+    def _headers(self) -> int | None:
+        """Read header lines up to the blank line; the Content-Length, or None at end of input."""
+        length: int | None = None
+        while True:
+            line = self.input.readline()
+            if not line:
+                return None
+            if m := _HEADER.search(line):
+                value = int(m.group(1))
+                if value > MAX_BODY_BYTES:
+                    log.error(
+                        "a message announces %d bytes, above the %d-byte limit: ignored; "
+                        "looking for the next Content-Length header",
+                        value,
+                        MAX_BODY_BYTES,
+                    )
+                    length = None
+                    continue
+                length = value
+            elif line.strip() == b"" and length is not None:
+                return length
+            elif line.strip() and not line.lower().startswith(b"content-type:"):
+                log.warning("ignored %d bytes of input that are not an LSP header", len(line))
+
+    # -- one message --------------------------------------------------------------------------
+
+    def dispatch(self, data: Any) -> None:
+        if not isinstance(data, dict) or data.get("jsonrpc") != "2.0":
+            log.error("a message is not a JSON-RPC 2.0 object")
+            msg_id = data.get("id") if isinstance(data, dict) else None
+            self.send_error(_valid_id(msg_id), INVALID_REQUEST, "Invalid Request: not JSON-RPC 2.0")
+            return
+        method = data.get("method")
+        is_request = "id" in data and "method" in data
+        msg_id = data.get("id")
+        if is_request and not _is_id(msg_id):
+            self.send_error(
+                None, INVALID_REQUEST, "Invalid Request: the id is not a number or string"
+            )
+            return
+        if method is not None and not isinstance(method, str):
+            if is_request:
+                self.send_error(msg_id, INVALID_REQUEST, "Invalid Request: method is not a string")
+            return
+        if not self.initialize_seen and method not in ("initialize", "exit"):
+            if is_request:
+                self.send_error(msg_id, SERVER_NOT_INITIALIZED,
+                                f"the server is not initialized: send 'initialize' before {method!r}")  # fmt: skip
+            return
+        if getattr(self.protocol, "_shutdown", False) and method != "exit":
+            if is_request:
+                self.send_error(msg_id, INVALID_REQUEST,
+                                "Invalid Request: the server was asked to shut down")  # fmt: skip
+            return
+        try:
+            message = self.protocol.structure_message(data)
+        except JsonRpcException as e:
+            if is_request:
+                code = INVALID_PARAMS if e.code in (INVALID_PARAMS, -32603) else e.code
+                self.send_error(msg_id, code, f"Invalid params for {_short(method)}")
+            else:
+                log.error("ignored %s: its params do not decode", _short(method))
+            return
+        except RecursionError:
+            if is_request:
+                self.send_error(msg_id, INVALID_PARAMS, f"Invalid params for {_short(method)}")
+            return
+        if method == "initialize":
+            self.initialize_seen = True
+        try:
+            self.protocol.handle_message(message)
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except Exception as e:  # a bug in a handler must not end the loop
+            log.exception("could not handle %s", _short(method))
+            if is_request:
+                self.send_error(msg_id, -32603, f"Internal error: {type(e).__name__}")
+
+    def _resync(self, body: bytes) -> None:
+        """A body that is not JSON may hold the start of the next message (its announced length
+        was too long): read again from the first header inside it."""
+        m = _HEADER_ANYWHERE.search(body, 1)
+        if m:
+            self.input.push_back(body[m.start() :])
+
+    def send_error(self, msg_id, code: int, message: str) -> None:
+        payload = {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
+        body = json.dumps(payload).encode()
+        try:
+            self.writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        except (BrokenPipeError, OSError, ValueError):
+            log.error("could not write to the client")
+
+
+def _is_id(value) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
+
+
+def _valid_id(value):
+    return value if _is_id(value) else None
+
+
+def _short(text, limit: int = 80) -> str:
+    text = str(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def serve_stdio(server: Any, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> int:
+    """Run the server over stdio until ``exit`` or the end of input; the process exit code (1
+    for ``exit`` without ``shutdown``, per the LSP spec)."""
+    stop = threading.Event()
+    server._stop_event = stop
+    writer = StdoutWriter(stdout or sys.stdout.buffer)
+    server.protocol.set_writer(writer)
+    loop = MessageLoop(server, stdin or sys.stdin.buffer, writer)
+    code = 0
+    try:
+        asyncio.run(loop.run(stop))
+    except BrokenPipeError:
+        log.error("the connection to the client is lost; shutting down")
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 0
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
+    return code
