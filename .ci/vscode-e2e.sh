@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The VS Code end-to-end test: a real VS Code (code-server) in headless Chromium, driven
-# by Playwright, with the packaged ptxls extension and the project's own Python server.
+# by Playwright, with the packaged ptxls extension. It starts from an empty machine state (no
+# ptxls setting, a python3 without ptxls) and goes through "Create a ptxls environment", which
+# installs the wheel the .vsix carries into a fresh venv, to a working server.
 #
 # Installs what it needs on a Debian machine (run as root for the apt part), builds the
 # .vsix, and runs tests/e2e/run.mjs. Idempotent: a second run only re-checks and tests.
-# How code-server is installed without GitHub access: ../shared/docs/REAL-CLIENTS.md.
+# Why code-server is installed step by step (its installer fetches from GitHub): docs/editor-tests.md.
 #
 # Environment:
-#   PTXLS_PYTHON      interpreter with ptxls installed (default: <repo>/.venv/bin/python)
+#   PTXLS_PYTHON      interpreter with ptxls installed, for the test's own LSP probe and to build
+#                     the wheel (default: <repo>/.venv/bin/python)
 #   PTXLS_E2E_TOOLS   where node/code-server are installed (default: ~/.cache/ptxls-e2e)
 #   PTXLS_E2E_OUT     screenshots, logs, results.json (default: <repo>/.e2e/vscode)
 set -euo pipefail
@@ -26,7 +29,7 @@ mkdir -p "$TOOLS" "$(dirname "$PTXLS_E2E_OUT")"
 # --- Debian packages --------------------------------------------------------------
 # chromium: the browser; ripgrep: code-server's search (its installer would fetch it from
 # GitHub); the rest build code-server's native modules (argon2, kerberos, keytar, ...).
-APT_PACKAGES=(chromium ripgrep build-essential pkg-config python3 libkrb5-dev libx11-dev libxkbfile-dev libsecret-1-dev ca-certificates)
+APT_PACKAGES=(chromium ripgrep build-essential pkg-config python3 python3-venv libkrb5-dev libx11-dev libxkbfile-dev libsecret-1-dev ca-certificates)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -118,7 +121,7 @@ npm_ci_if_changed "$REPO/vscode-client"
 npm_ci_if_changed "$REPO/tests/e2e"
 
 say "build and unit-test the extension, package the .vsix"
-(cd "$REPO/vscode-client" && { npm test && npm run package; } > "$PTXLS_E2E_OUT.build.log" 2>&1) || { tail -40 "$PTXLS_E2E_OUT.build.log"; die "extension build/test/package (log: $PTXLS_E2E_OUT.build.log)"; }
+(cd "$REPO/vscode-client" && { npm test && PYTHON="$PTXLS_PYTHON" npm run package; } > "$PTXLS_E2E_OUT.build.log" 2>&1) || { tail -40 "$PTXLS_E2E_OUT.build.log"; die "extension build/test/package (log: $PTXLS_E2E_OUT.build.log)"; }
 export PTXLS_VSIX="$REPO/vscode-client/ptxls.vsix"
 ls -l "$PTXLS_VSIX"
 

@@ -37,6 +37,10 @@ def recording_client() -> LanguageClient:
     def on_status(params) -> None:  # noqa: ANN001
         client.notifications.append(("ptxls/status", params))
 
+    @client.feature("ptxls/fileStatus")
+    def on_file_status(params) -> None:  # noqa: ANN001
+        client.notifications.append(("ptxls/fileStatus", params))
+
     return client
 
 

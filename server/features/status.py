@@ -1,23 +1,68 @@
-"""The ``ptxls/status`` notification the VS Code status bar shows: toolchain, GPU, LLM.
+"""What the VS Code status bar shows: the toolchain, GPU and LLM, and per PTX file the arch and
+ptxas its diagnostics use.
 
-Sent once after start (probing the GPU takes a child process, ~1 s) and again when settings
-change. No key ever goes in it: only whether one is set.
+``ptxls/status`` is sent once after start (probing the GPU takes a child process, ~1 s) and again
+when settings change. ``ptxls/fileStatus`` is sent for a PTX document when it opens and whenever
+its ``.version``/``.target`` or the settings change: the same choice the diagnostics make
+(arch: setting > the file's .target > the local GPU > sm_90; ptxas: the first that accepts the
+file's .version). No key ever goes in either: only whether one is set.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+from urllib.parse import urlsplit
 
 from lsprotocol import types
 
-from ptxls.diagnostics.arch import choose_arch
+from ptxls.diagnostics.arch import DEFAULT_ARCH, choose_arch, is_valid_arch, local_gpu_arch
 from ptxls.diagnostics.gpu_probe import probe_gpu
+from ptxls.diagnostics.ptx_parse import scan_header
 from ptxls.diagnostics.toolchain import ToolNotFound, find_ptxas
 
 from ..app import PtxlsServer
+from .languages import PTX, language_of
 
 METHOD = "ptxls/status"
+FILE_METHOD = "ptxls/fileStatus"
+
+
+def llm_host(base_url: str | None) -> str:
+    """The endpoint's host[:port], as a person recognises it; OpenAI's when none is set."""
+    if not base_url:
+        return "api.openai.com"
+    parts = urlsplit(base_url if "://" in base_url else f"http://{base_url}")
+    return parts.netloc or base_url
+
+
+def arch_and_source(setting: str | None, target: str | None) -> tuple[str, str]:
+    """The -arch the diagnostics use (diagnostics.arch.choose_arch), and which rule gave it."""
+    if setting and is_valid_arch(setting):
+        return setting, "setting"
+    if target and is_valid_arch(target):
+        return target, ".target"
+    gpu = local_gpu_arch()
+    return (gpu, "GPU") if gpu else (DEFAULT_ARCH, "default")
+
+
+def file_status_payload(server: PtxlsServer, uri: str, header) -> dict:  # noqa: ANN001
+    version, target = header
+    arch, arch_from = arch_and_source(server.settings.arch, target)
+    payload: dict = {
+        "uri": uri,
+        "ptxVersion": ".".join(map(str, version)) if version else None,
+        "arch": arch,
+        "archFrom": arch_from,
+    }
+    try:
+        ptxas = find_ptxas(server.settings.ptxas_path, needs_isa=version)
+        payload["ptxas"] = f"{ptxas.version} ({ptxas.origin})"
+        payload["ptxasPath"] = ptxas.path
+    except ToolNotFound as e:
+        payload["ptxas"] = None
+        payload["ptxasReason"] = str(e)
+    return payload
 
 
 def status_payload(server: PtxlsServer) -> dict:
@@ -42,6 +87,7 @@ def status_payload(server: PtxlsServer) -> dict:
         if (model and base_url) or (model and os.environ.get("OPENAI_API_KEY"))
         else None,
         "llmBaseUrl": base_url,
+        "llmHost": llm_host(base_url) if model else None,
     }
 
 
@@ -64,3 +110,38 @@ def register(server: PtxlsServer) -> None:
 
     server.settings_listeners.append(on_settings)
     server.initialized_hooks.append(on_initialized)
+    _register_file_status(server)
+
+
+def _register_file_status(server: PtxlsServer) -> None:
+    sent: dict[str, tuple] = {}  # uri → the (header, settings) its last fileStatus was for
+
+    async def send(uri: str, key: tuple) -> None:
+        payload = await asyncio.to_thread(file_status_payload, server, uri, key[0])
+        if sent.get(uri) == key:  # still what the document says
+            server.protocol.notify(FILE_METHOD, payload)
+
+    def refresh(uri: str) -> None:
+        doc = server.open_document(uri)
+        if doc is None or language_of(uri, doc.language_id) != PTX:
+            return
+        # scan_header stops at the first .version/.target: cheap enough for every keystroke.
+        key = (scan_header(doc.source), server.settings.arch, server.settings.ptxas_path)
+        if sent.get(uri) != key:
+            sent[uri] = key
+            asyncio.get_running_loop().create_task(send(uri, key))
+
+    def on_document(_ls, params) -> None:  # noqa: ANN001
+        refresh(params.text_document.uri)
+
+    def on_close(_ls, params) -> None:  # noqa: ANN001
+        sent.pop(params.text_document.uri, None)
+
+    def on_settings(_settings) -> None:  # noqa: ANN001
+        for uri in list(sent):
+            refresh(uri)
+
+    server.did_open_hooks.append(on_document)
+    server.did_change_hooks.append(on_document)
+    server.did_close_hooks.append(on_close)
+    server.settings_listeners.append(on_settings)

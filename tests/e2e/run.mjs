@@ -1,6 +1,10 @@
 // The VS Code end-to-end test: code-server (real VS Code) in headless Chromium, driven by
 // Playwright, with the packaged ptxls extension talking to the project's own Python server.
 // It checks what a person would see, waiting on the screen (selectors), never on fixed sleeps:
+//   0. from an empty machine state (no ptxls setting, python3 without ptxls, no Python
+//      extension), opening broken.ptx brings the notification "no Python environment with
+//      ptxls"; its button "Create a ptxls environment" makes a venv in VS Code's storage, installs
+//      the wheel the .vsix carries with its dependencies from the package index, and starts the server;
 //   1. broken.ptx gets a squiggle and the Problems panel shows the server's message naming the symbol;
 //   2. typing the fix in the editor clears both;
 //   3. the status bar shows the server's ptxas/arch/GPU/LLM summary;
@@ -30,6 +34,8 @@ const EXAMPLES = env("PTXLS_E2E_EXAMPLES", join(REPO, "examples"));
 const OUT = resolve(env("PTXLS_E2E_OUT", join(REPO, ".e2e/vscode")));
 // Generous: the first ptxas run and the nvcc lowering are slow on a cold 2-core machine.
 const SLOW = 90_000;
+// Creating the environment downloads ~600 MB of wheels when pip's cache is cold.
+const SETUP = 900_000;
 const ACTION_TITLE = "Lower to PTX with nvcc (reference)";
 
 const results = [];
@@ -79,6 +85,39 @@ async function main() {
 async function runScenario(page, workspace, oracle) {
   const broken = join(workspace, "broken.ptx");
   const symbol = oracle.symbol;
+  // Where "Create a ptxls environment" puts the venv when "For all my workspaces" is chosen.
+  const managedPython = join(tmpRoot, "user-data/User/globalStorage/ptxls.ptxls/venv/bin/python");
+  let serverPython = PYTHON;
+
+  await step("empty state: opening a PTX file offers \"Create a ptxls environment\"", async () => {
+    await openFromExplorer(page, "broken.ptx");
+    const toast = page.locator(".notifications-toasts .notification-toast.notification-fade-in-done", { hasText: "Create a ptxls environment" }).first();
+    await toast.waitFor({ timeout: SLOW });
+    const text = (await toast.innerText()).replace(/\s+/g, " ").trim();
+    if (!/no Python environment with ptxls/.test(text)) throw new Error(`unexpected notification: "${text}"`);
+    await shot(page, "setup-notification");
+    return `notification: "${text}"`;
+  });
+
+  await step("\"Create a ptxls environment\" shows its progress and ends with a working server", async () => {
+    const started = Date.now();
+    await page.locator(".notifications-toasts .notification-toast", { hasText: "Create a ptxls environment" }).first()
+      .getByRole("button", { name: "Create a ptxls environment" }).click();
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: "For all my workspaces" }).first().click();
+    const progress = page.locator(".notifications-toasts .notification-toast", { hasText: "creating a Python environment for ptxls" }).first();
+    await progress.waitFor({ timeout: SLOW });
+    // A moment where pip is fetching or installing, as a person would watch it.
+    await progress.getByText(/installing|downloading|looking up/).first().waitFor({ timeout: SETUP }).catch(() => undefined);
+    await shot(page, "setup-progress");
+    await page.locator(".statusbar-item", { hasText: "ptxas" }).first().waitFor({ timeout: SETUP });
+    if (!existsSync(managedPython)) throw new Error(`the server runs, but ${managedPython} does not exist`);
+    const imported = spawnSync(managedPython, ["-c", "import ptxls.server.cli, pygls, numpy"], { encoding: "utf8" });
+    if (imported.status !== 0) throw new Error(`${managedPython} cannot import ptxls: ${imported.stderr}`);
+    serverPython = managedPython;
+    await page.locator(".monaco-editor .squiggly-error").first().waitFor({ timeout: SLOW });
+    await shot(page, "setup-done");
+    return `venv ${managedPython} made and filled in ${((Date.now() - started) / 1000).toFixed(0)} s; the status bar shows the server's ptxas`;
+  });
 
   await step("squiggle on the mistake in broken.ptx", async () => {
     await openFromExplorer(page, "broken.ptx");
@@ -134,7 +173,7 @@ async function runScenario(page, workspace, oracle) {
     // The log scrolls; filter it for the start line, as a person looking for it would.
     const filter = panel.locator('input[placeholder^="Filter"]').first();
     await filter.fill("Starting the server");
-    await panel.locator(".view-lines", { hasText: `Starting the server: ${PYTHON} -m ptxls.server serve --stdio` }).first().waitFor();
+    await panel.locator(".view-lines", { hasText: `Starting the server: ${serverPython} -m ptxls.server serve --stdio` }).first().waitFor();
     await filter.fill("");
     await showProblems(page);
     return "the ptxls output channel shows the start command and the server's log";
@@ -270,11 +309,11 @@ async function runScenario(page, workspace, oracle) {
       const notInstalled = page.locator(".notifications-toasts .notification-toast.notification-fade-in-done", { hasText: "is not installed" }).first();
       await notInstalled.waitFor({ timeout: SLOW });
       withoutPtxls = (await notInstalled.innerText()).replace(/\s+/g, " ").trim();
-      if (!withoutPtxls.includes(`${SYSTEM_PYTHON} -m pip install`)) throw new Error(`unexpected notification: "${withoutPtxls}"`);
+      if (!withoutPtxls.includes("Create a ptxls environment")) throw new Error(`unexpected notification: "${withoutPtxls}"`);
       await shot(page, "ptxls-not-installed");
     }
-    // Back to the right interpreter: the server comes back by itself.
-    writeWorkspaceSettings(workspace, PYTHON);
+    // Setting removed again: the server comes back by itself, from the environment made above.
+    writeWorkspaceSettings(workspace, undefined);
     await page.locator(".statusbar-item", { hasText: "ptxas" }).first().waitFor({ timeout: SLOW });
     return `notification: "${text}"${withoutPtxls ? `; for ${SYSTEM_PYTHON}: "${withoutPtxls}"` : ""}; server back after the setting was restored`;
   });
@@ -550,6 +589,9 @@ async function openCodeActionMenu(page, kind) {
 // Screenshots worth showing in the README, under stable names. With PTXLS_E2E_SCREENSHOTS=DIR
 // (docs/screenshots) a green run refreshes them.
 const README_SHOTS = {
+  "setup-notification": "vscode-setup-notification.png",
+  "setup-progress": "vscode-setup-progress.png",
+  "setup-done": "vscode-setup-done.png",
   problems: "vscode-diagnostics.png",
   fixed: "vscode-fixed.png",
   "status-bar": "vscode-status-bar.png",
@@ -587,7 +629,8 @@ function makeWorkspace(dir) {
   // The examples minus vec_add.ptx: the code action must create it.
   cpSync(EXAMPLES, dir, { recursive: true, filter: (src) => !src.endsWith("/vec_add.ptx") });
   mkdirSync(join(dir, ".vscode"), { recursive: true });
-  writeWorkspaceSettings(dir, PYTHON);
+  // No ptxls.server.pythonPath: the empty machine state a stranger starts from.
+  writeWorkspaceSettings(dir, undefined);
   return dir;
 }
 
@@ -596,7 +639,7 @@ function makeWorkspace(dir) {
 const LLM_MODEL = "e2e-model";
 
 function writeWorkspaceSettings(dir, python) {
-  const settings = { "ptxls.server.pythonPath": python, "ptxls.llm.model": LLM_MODEL };
+  const settings = { ...(python ? { "ptxls.server.pythonPath": python } : {}), "ptxls.llm.model": LLM_MODEL };
   writeFileSync(join(dir, ".vscode/settings.json"), JSON.stringify(settings, null, 2));
 }
 
@@ -640,7 +683,13 @@ async function startCodeServer(tmp, workspace) {
     XDG_DATA_HOME: dirs["xdg-data"],
     XDG_CONFIG_HOME: dirs["xdg-config"],
     XDG_CACHE_HOME: dirs["xdg-cache"],
+    // pip's own cache (the XDG_CACHE_HOME above would hide it): the wheels the project's install
+    // already downloaded are not fetched again. Packages still come through the index.
+    PIP_CACHE_DIR: pipCacheDir(),
   });
+  // The empty state: no python3 on PATH may already have ptxls.
+  const has = spawnSync("python3", ["-c", "import ptxls"], { env: childEnv });
+  if (has.status === 0) throw new Error("python3 on PATH can import ptxls, so this is not an empty machine state; run with a PATH whose python3 lacks it");
   const install = spawnSync(process.execPath, [CODE_SERVER, "--install-extension", VSIX, "--extensions-dir", dirs.extensions, "--user-data-dir", dirs["user-data"]], { env: childEnv, encoding: "utf8" });
   writeFileSync(join(OUT, "install-extension.log"), `${install.stdout}\n${install.stderr}`);
   if (install.status !== 0) throw new Error(`code-server --install-extension failed:\n${install.stdout}\n${install.stderr}`);
@@ -687,6 +736,11 @@ async function startCodeServer(tmp, workspace) {
       }
     },
   };
+}
+
+function pipCacheDir() {
+  const asked = spawnSync(PYTHON, ["-m", "pip", "cache", "dir"], { encoding: "utf8" });
+  return asked.status === 0 && asked.stdout.trim() ? asked.stdout.trim() : join(tmpdir(), "ptxls-e2e-pip-cache");
 }
 
 // The extension host's logs, including the ptxls output channel, for debugging a red run.

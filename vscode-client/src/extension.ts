@@ -2,6 +2,8 @@
 import * as vscode from "vscode";
 import { onApiKeyChange } from "./apiKey";
 import { registerCommands } from "./commands";
+import { CREATE_COMMAND } from "./environment";
+import { onInterpreterChange } from "./pythonExtension";
 import { ServerManager } from "./server";
 import { needsRestart } from "./settings";
 import { StatusBar } from "./statusBar";
@@ -15,6 +17,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(output, statusBar, servers);
 
   registerCommands(context, servers);
+  context.subscriptions.push(vscode.commands.registerCommand(CREATE_COMMAND, () => servers?.createEnvironment()));
 
   context.subscriptions.push(
     vscode.workspace.onDidChangeConfiguration((event) => {
@@ -27,6 +30,18 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     onApiKeyChange(context, () => {
       output.appendLine("The LLM API key changed; restarting the server.");
       void servers?.restart();
+    }),
+  );
+
+  // A newly selected interpreter in the Python extension may be the one with ptxls (or no
+  // longer be); the settings, when set, win anyway, so only restart when they are empty.
+  context.subscriptions.push(
+    await onInterpreterChange(() => {
+      const config = vscode.workspace.getConfiguration("ptxls");
+      if (!config.get<string>("server.pythonPath") && !config.get<string[]>("server.command", []).length) {
+        output.appendLine("The Python extension's interpreter changed; restarting the server.");
+        void servers?.restart();
+      }
     }),
   );
 

@@ -5,7 +5,9 @@
 import { spawn } from "node:child_process";
 import type { ServerCommand } from "./settings";
 
-export type Preflight = { ok: true } | { ok: false; problem: string; detail: string };
+// kind: "missing" (no such interpreter), "no-ptxls" (it runs but cannot import ptxls),
+// "broken" (importing ptxls fails some other way).
+export type Preflight = { ok: true } | { ok: false; kind: "missing" | "no-ptxls" | "broken"; problem: string; detail: string };
 
 const TIMEOUT_MS = 20_000;
 
@@ -40,7 +42,7 @@ export function checkServerCommand(server: ServerCommand, env: NodeJS.ProcessEnv
         error.code === "ENOENT"
           ? `The Python interpreter "${server.command}" (from ${server.origin}) was not found.`
           : `The Python interpreter "${server.command}" (from ${server.origin}) could not be run: ${error.message}`;
-      finish({ ok: false, problem, detail: String(error) });
+      finish({ ok: false, kind: "missing", problem, detail: String(error) });
     });
     child.on("exit", (code) => {
       if (code === 0) {
@@ -48,14 +50,14 @@ export function checkServerCommand(server: ServerCommand, env: NodeJS.ProcessEnv
       } else if (/ModuleNotFoundError|No module named/.test(stderr)) {
         finish({
           ok: false,
-          problem:
-            `ptxls is not installed for "${server.command}" (from ${server.origin}). ` +
-            `Install it with: ${server.command} -m pip install ptxls — or set ptxls.server.pythonPath to an environment that has it.`,
+          kind: "no-ptxls",
+          problem: `ptxls is not installed for "${server.command}" (from ${server.origin}).`,
           detail: stderr,
         });
       } else {
         finish({
           ok: false,
+          kind: "broken",
           problem: `"${server.command} -c 'import ptxls.server.cli'" failed with exit code ${code}; see the ptxls output for the traceback.`,
           detail: stderr,
         });

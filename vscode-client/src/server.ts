@@ -14,9 +14,11 @@ import {
   TransportKind,
 } from "vscode-languageclient/node";
 import { readApiKey } from "./apiKey";
+import { existsSync } from "node:fs";
+import { bundledWheel, CREATE_LABEL, EnvironmentMaker, isStale, managedEnvironments } from "./environment";
 import { checkServerCommand } from "./preflight";
-import { resolveServerCommand, SECTION } from "./settings";
-import type { ServerStatus, StatusBar } from "./statusBar";
+import { resolveServerCommand, SECTION, type ServerCommand } from "./settings";
+import type { FileStatus, ServerStatus, StatusBar } from "./statusBar";
 
 const DOCUMENT_SELECTOR = [
   { scheme: "file", language: "ptx" },
@@ -33,6 +35,7 @@ export class ServerManager implements vscode.Disposable {
   // Serialises start/stop/restart so that two quick restarts cannot race.
   private queue: Promise<void> = Promise.resolve();
   private readonly traceChannel: vscode.OutputChannel;
+  private readonly maker: EnvironmentMaker;
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -40,6 +43,7 @@ export class ServerManager implements vscode.Disposable {
     private readonly statusBar: StatusBar,
   ) {
     this.traceChannel = vscode.window.createOutputChannel("ptxls (trace)");
+    this.maker = new EnvironmentMaker(context, output);
   }
 
   get running(): LanguageClient | undefined {
@@ -73,20 +77,12 @@ export class ServerManager implements vscode.Disposable {
 
   private async doStart(): Promise<void> {
     this.statusBar.starting();
-    const server = await resolveServerCommand();
     const env = await this.serverEnvironment();
-    this.output.appendLine(`Starting the server: ${[server.command, ...server.args].join(" ")} --stdio (from ${server.origin})`);
-
-    const preflight = await checkServerCommand(server, env);
-    if (!preflight.ok) {
-      this.output.appendLine(preflight.problem);
-      if (preflight.detail.trim()) {
-        this.output.appendLine(preflight.detail.trimEnd());
-      }
-      this.statusBar.failed(preflight.problem);
-      void this.offerFix(preflight.problem);
+    const server = await this.chooseServer(env);
+    if (!server) {
       return;
     }
+    this.output.appendLine(`Starting the server: ${[server.command, ...server.args].join(" ")} --stdio (from ${server.origin})`);
 
     const serverOptions: ServerOptions = {
       command: server.command,
@@ -114,6 +110,7 @@ export class ServerManager implements vscode.Disposable {
       hasStatus = true;
       this.statusBar.update(status);
     });
+    client.onNotification("ptxls/fileStatus", (file: FileStatus) => this.statusBar.updateFile(file));
     client.onDidChangeState((event) => {
       if (this.client !== client) {
         return;
@@ -137,7 +134,99 @@ export class ServerManager implements vscode.Disposable {
       const problem = `The server command "${server.command}" (from ${server.origin}) failed to start: ${message}`;
       this.output.appendLine(problem);
       this.statusBar.failed(problem);
-      void this.offerFix(problem);
+      void this.offerFix(problem, false);
+    }
+  }
+
+  // The command to start, or undefined after telling the person what is wrong and offering a fix.
+  private async chooseServer(env: NodeJS.ProcessEnv): Promise<ServerCommand | undefined> {
+    const choice = await resolveServerCommand(managedEnvironments(this.context));
+    if ("explicit" in choice) {
+      const preflight = await checkServerCommand(choice.explicit, env);
+      if (preflight.ok) {
+        return choice.explicit;
+      }
+      this.output.appendLine(preflight.problem);
+      if (preflight.detail.trim()) {
+        this.output.appendLine(preflight.detail.trimEnd());
+      }
+      this.statusBar.failed(preflight.problem);
+      void this.offerFix(preflight.problem, preflight.kind !== "broken");
+      return undefined;
+    }
+    const tried: string[] = [];
+    for (const candidate of choice.candidates) {
+      if (candidate.managed && !existsSync(candidate.managed.python)) {
+        continue;
+      }
+      const preflight = await checkServerCommand(candidate, env);
+      if (preflight.ok) {
+        if (candidate.managed && isStale(candidate.managed, bundledWheel(this.context))) {
+          this.statusBar.settingUp();
+          const updated = await this.maker.update(candidate.managed);
+          if (!updated.ok) {
+            this.output.appendLine(`Updating ${candidate.managed.dir} failed: ${updated.problem}; starting the server it has.`);
+          }
+        }
+        return candidate;
+      }
+      tried.push(preflight.kind === "no-ptxls" ? `${candidate.command} (${candidate.origin}) has no ptxls` : preflight.problem);
+      this.output.appendLine(preflight.problem);
+    }
+    const problem =
+      `no Python environment with ptxls was found (${tried.join("; ")}). ` +
+      `"${CREATE_LABEL}" makes one for you (it needs Python 3.11+ and, once, the internet).`;
+    this.output.appendLine(problem);
+    this.statusBar.failed(problem);
+    void this.offerFix(problem, true);
+    return undefined;
+  }
+
+  // "Create a ptxls environment" (the button or the command): make it, then start the server.
+  async createEnvironment(): Promise<void> {
+    this.statusBar.settingUp();
+    const result = await this.maker.createInteractively();
+    if (result.ok) {
+      const pythonPath = vscode.workspace.getConfiguration(SECTION).get<string>("server.pythonPath", "").trim();
+      const command = vscode.workspace.getConfiguration(SECTION).get<string[]>("server.command", []);
+      if (pythonPath || command.length) {
+        void this.offerToClearServerSettings(result.env.python);
+      }
+      await this.restart();
+      return;
+    }
+    if (result.cancelled) {
+      this.output.appendLine("Creating the ptxls environment was cancelled.");
+      await this.restart();
+      return;
+    }
+    this.output.appendLine(result.problem);
+    this.statusBar.failed(result.problem);
+    const again = "Try again";
+    const showOutput = "Show output";
+    const choice = await vscode.window.showErrorMessage(`ptxls: ${result.problem}`, again, showOutput);
+    if (choice === again) {
+      await this.createEnvironment();
+    } else if (choice === showOutput) {
+      this.output.show(true);
+    }
+  }
+
+  private async offerToClearServerSettings(python: string): Promise<void> {
+    const clear = "Clear the setting";
+    const choice = await vscode.window.showInformationMessage(
+      `ptxls: the environment is ready (${python}), but ptxls.server.pythonPath / ptxls.server.command still choose the server. Clear them to use the new environment?`,
+      clear,
+    );
+    if (choice !== clear) {
+      return;
+    }
+    const config = vscode.workspace.getConfiguration(SECTION);
+    for (const key of ["server.pythonPath", "server.command"]) {
+      const where = config.inspect(key);
+      if (where?.workspaceFolderValue !== undefined) await config.update(key, undefined, vscode.ConfigurationTarget.WorkspaceFolder);
+      if (where?.workspaceValue !== undefined) await config.update(key, undefined, vscode.ConfigurationTarget.Workspace);
+      if (where?.globalValue !== undefined) await config.update(key, undefined, vscode.ConfigurationTarget.Global);
     }
   }
 
@@ -165,11 +254,14 @@ export class ServerManager implements vscode.Disposable {
     return env;
   }
 
-  private async offerFix(problem: string): Promise<void> {
+  private async offerFix(problem: string, canCreate: boolean): Promise<void> {
     const openSettings = "Set Python interpreter";
     const showOutput = "Show output";
-    const choice = await vscode.window.showErrorMessage(`ptxls: ${problem}`, openSettings, showOutput);
-    if (choice === openSettings) {
+    const buttons = canCreate ? [CREATE_LABEL, openSettings, showOutput] : [openSettings, showOutput];
+    const choice = await vscode.window.showErrorMessage(`ptxls: ${problem}`, ...buttons);
+    if (choice === CREATE_LABEL) {
+      await this.createEnvironment();
+    } else if (choice === openSettings) {
       await vscode.commands.executeCommand("workbench.action.openSettings", "ptxls.server");
     } else if (choice === showOutput) {
       this.output.show(true);

@@ -1,7 +1,9 @@
-// Reads the `ptxls.server.*` settings that decide how the server process starts.
-// Everything else in the `ptxls` section is read by the server itself through
-// workspace/configuration, so the client does not need to know its shape.
+// Reads the `ptxls.server.*` settings that decide how the server process starts, and lists the
+// interpreters to try when they are empty. Everything else in the `ptxls` section is read by the
+// server itself through workspace/configuration, so the client does not need to know its shape.
 import * as vscode from "vscode";
+import type { ManagedEnvironment } from "./environment";
+import { selectedInterpreter } from "./pythonExtension";
 
 export const SECTION = "ptxls";
 
@@ -9,26 +11,41 @@ export interface ServerCommand {
   command: string;
   args: string[];
   // Where the command came from, for messages a person can act on.
-  origin: "ptxls.server.command" | "ptxls.server.pythonPath" | "Python extension" | "default";
+  origin: "ptxls.server.command" | "ptxls.server.pythonPath" | "Python extension" | "ptxls environment" | "python3 on PATH";
+  managed?: ManagedEnvironment;
 }
 
-// `ptxls.server.command` wins; otherwise `<python> -m ptxls.server serve`.
-// vscode-languageclient appends `--stdio` itself.
-export async function resolveServerCommand(): Promise<ServerCommand> {
+export type ServerChoice =
+  // A setting names the server: use it as it is, and say what is wrong with it if it fails.
+  | { explicit: ServerCommand }
+  // No setting: the first of these whose Python can import ptxls.
+  | { candidates: ServerCommand[] };
+
+const SERVE = ["-m", "ptxls.server", "serve"];
+
+// `ptxls.server.command` wins, then `ptxls.server.pythonPath`; otherwise the interpreter selected
+// in the Python extension, the environments "Create a ptxls environment" made (workspace, then
+// global), and python3. vscode-languageclient appends `--stdio` itself.
+export async function resolveServerCommand(managed: ManagedEnvironment[]): Promise<ServerChoice> {
   const config = vscode.workspace.getConfiguration(SECTION);
   const command = config.get<string[]>("server.command", []).filter((s) => s.trim() !== "");
   if (command.length > 0) {
-    return { command: command[0], args: command.slice(1), origin: "ptxls.server.command" };
+    return { explicit: { command: command[0], args: command.slice(1), origin: "ptxls.server.command" } };
   }
   const pythonPath = config.get<string>("server.pythonPath", "").trim();
   if (pythonPath) {
-    return { command: expandHome(pythonPath), args: ["-m", "ptxls.server", "serve"], origin: "ptxls.server.pythonPath" };
+    return { explicit: { command: expandHome(pythonPath), args: SERVE, origin: "ptxls.server.pythonPath" } };
   }
-  const fromPythonExtension = await pythonFromPythonExtension();
-  if (fromPythonExtension) {
-    return { command: fromPythonExtension, args: ["-m", "ptxls.server", "serve"], origin: "Python extension" };
+  const candidates: ServerCommand[] = [];
+  const selected = await selectedInterpreter(vscode.workspace.workspaceFolders?.[0]?.uri);
+  if (selected) {
+    candidates.push({ command: selected.path, args: SERVE, origin: "Python extension" });
   }
-  return { command: "python3", args: ["-m", "ptxls.server", "serve"], origin: "default" };
+  for (const env of managed) {
+    candidates.push({ command: env.python, args: SERVE, origin: "ptxls environment", managed: env });
+  }
+  candidates.push({ command: "python3", args: SERVE, origin: "python3 on PATH" });
+  return { candidates };
 }
 
 // Settings whose change means the server process must be restarted; the rest
@@ -40,24 +57,4 @@ export function needsRestart(event: vscode.ConfigurationChangeEvent): boolean {
 function expandHome(path: string): string {
   const home = process.env.HOME ?? process.env.USERPROFILE;
   return home && path.startsWith("~/") ? home + path.slice(1) : path;
-}
-
-// The interpreter selected in Microsoft's Python extension, when it is installed.
-// Its API is optional: any failure just means "not known".
-async function pythonFromPythonExtension(): Promise<string | undefined> {
-  const extension = vscode.extensions.getExtension("ms-python.python");
-  if (!extension) {
-    return undefined;
-  }
-  try {
-    const api = extension.isActive ? extension.exports : await extension.activate();
-    const details = api?.settings?.getExecutionDetails?.(vscode.workspace.workspaceFolders?.[0]?.uri);
-    const execCommand: unknown = details?.execCommand;
-    if (Array.isArray(execCommand) && execCommand.length === 1 && typeof execCommand[0] === "string") {
-      return execCommand[0];
-    }
-  } catch {
-    // fall through to the default
-  }
-  return undefined;
 }

@@ -1,20 +1,16 @@
-// One status bar item: "ptxas 13.5 · sm_90 · NVIDIA H200 · gpt-4o" once the server
-// reports it through the `ptxls/status` notification; before that, what the client knows.
+// One status bar item: "ptxas 13.5 · sm_80 · NVIDIA H200 · gpt-4o @ api.openai.com" once the
+// server reports it (`ptxls/status`, and `ptxls/fileStatus` for the active PTX file: its arch
+// and ptxas); before that, what the client knows.
 import * as vscode from "vscode";
+import { describeStatus, type FileStatus, type ServerStatus } from "./statusText";
 
-// Payload of the server's `ptxls/status` notification. Every field may be missing:
-// the server grows over time and the client must not break on an older one.
-export interface ServerStatus {
-  ptxas?: string | null;
-  ptxasReason?: string | null;
-  arch?: string | null;
-  gpu?: string | null;
-  gpuReason?: string | null;
-  llmModel?: string | null;
-}
+export type { FileStatus, ServerStatus };
 
 export class StatusBar implements vscode.Disposable {
   private readonly item: vscode.StatusBarItem;
+  private status: ServerStatus | undefined;
+  private readonly files = new Map<string, FileStatus>();
+  private readonly editorListener: vscode.Disposable;
 
   constructor() {
     this.item = vscode.window.createStatusBarItem("ptxls.status", vscode.StatusBarAlignment.Right, 100);
@@ -22,10 +18,15 @@ export class StatusBar implements vscode.Disposable {
     this.item.command = "ptxls.showOutput";
     this.starting();
     this.item.show();
+    this.editorListener = vscode.window.onDidChangeActiveTextEditor(() => this.render());
   }
 
   starting(): void {
     this.set("$(sync~spin) ptxls", "ptxls: starting the language server…");
+  }
+
+  settingUp(): void {
+    this.set("$(sync~spin) ptxls: setting up", "ptxls: creating the Python environment for the language server…");
   }
 
   // The server is up but has not (or not yet) sent `ptxls/status`.
@@ -39,15 +40,33 @@ export class StatusBar implements vscode.Disposable {
   }
 
   stopped(): void {
+    this.status = undefined;
+    this.files.clear();
     this.set("$(circle-slash) ptxls", "ptxls: language server stopped");
   }
 
   update(status: ServerStatus): void {
-    this.set(...describeStatus(status));
+    this.status = status;
+    this.render();
+  }
+
+  updateFile(file: FileStatus): void {
+    this.files.set(file.uri, file);
+    this.render();
   }
 
   dispose(): void {
+    this.editorListener.dispose();
     this.item.dispose();
+  }
+
+  // Shows the server's status, with the active editor's file status when it is a PTX file.
+  private render(): void {
+    if (!this.status) {
+      return;
+    }
+    const uri = vscode.window.activeTextEditor?.document.uri.toString();
+    this.set(...describeStatus(this.status, uri ? this.files.get(uri) : undefined));
   }
 
   private set(text: string, tooltip: string): void {
@@ -55,22 +74,4 @@ export class StatusBar implements vscode.Disposable {
     this.item.tooltip = tooltip;
     this.item.backgroundColor = undefined;
   }
-}
-
-// [status bar text, tooltip]
-export function describeStatus(status: ServerStatus): [string, string] {
-  const ptxas = status.ptxas ? `ptxas ${status.ptxas}` : "no ptxas";
-  const arch = status.arch ?? "";
-  const gpu = status.gpu ?? "no GPU";
-  const llm = status.llmModel ?? "no LLM";
-  const text = ["$(chip) " + ptxas, arch, gpu, llm].filter((s) => s !== "").join(" · ");
-  const lines = [
-    `ptxas: ${status.ptxas ?? `not found${status.ptxasReason ? ` (${status.ptxasReason})` : ""}`}`,
-    `arch: ${arch || "from the PTX .target"}`,
-    `GPU: ${status.gpu ?? `none${status.gpuReason ? ` (${status.gpuReason})` : ""}`}`,
-    `LLM: ${status.llmModel ?? "none (set ptxls.llm.model and the API key)"}`,
-    "",
-    "Click to show the ptxls output.",
-  ];
-  return [text, lines.join("\n")];
 }
