@@ -9,7 +9,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .service import LowerJob, lower_llm, lower_nvcc
+from .service import LowerJob, close_gpu_worker, lower_llm, lower_nvcc
 from .settings import from_env
 
 
@@ -53,6 +53,13 @@ async def _run(examples: Path, out) -> bool:
         return llm.ok
 
 
+async def _run_and_close(examples: Path, out) -> bool:
+    try:
+        return await _run(examples, out)
+    finally:
+        await close_gpu_worker()  # nothing may outlive the loop (a quiet exit on 3.12)
+
+
 def lowering_step(examples: Path, out) -> bool:
     print("\n== 2. lower examples/vec_add.cu to PTX (nvcc reference, offline) ==", file=out)
-    return asyncio.run(_run(examples, out))
+    return asyncio.run(_run_and_close(examples, out))

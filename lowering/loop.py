@@ -139,7 +139,12 @@ class LoopResult:
     def report(self) -> str:
         lines = [self.message]
         for c in sorted(self.candidates, key=lambda c: c.index):
-            state = "passed" if c.passed else (c.error or "did not pass")
+            tested = bool(c.verify and c.verify.tested)
+            state = (
+                ("passed the GPU test" if tested else "ptxas-clean, not GPU-tested")
+                if c.passed
+                else (c.error or "did not pass")
+            )
             temp = f" (temperature {c.temperature:g})" if c.temperature is not None else ""
             lines.append(f"candidate {c.index}{temp}: {state}")
             for r in c.rounds:
@@ -371,6 +376,8 @@ async def _candidate(
             ptx = ext.ptx
             if ptx is not None:
                 ptx, dropped = strip_gputest_lines(ptx)
+                # the extractor may have dropped them already: what the reply carried counts
+                dropped = dropped or strip_gputest_lines(reply.text or "")[1]
                 if dropped:
                     transcript.record(
                         "ignored_gputest",

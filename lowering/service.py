@@ -9,6 +9,7 @@ editor owns the buffer). Transcripts are written as the loop runs, under
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -567,6 +568,21 @@ async def lower_llm(
             f"candidate {best.index}, round {len(best.rounds)}"
         )
     return outcome
+
+
+async def close_gpu_worker() -> None:
+    """Close the GPU-test worker this event loop started (``gpu_availability`` starts one and
+    keeps it warm). A one-shot ``asyncio.run`` caller (the CLI, the demo) must await this before
+    its loop ends: a subprocess transport that outlives its loop prints "Exception ignored ...
+    Event loop is closed" at exit on Python 3.12."""
+    try:
+        from ptxls.gputest import supervisor
+    except Exception:  # noqa: BLE001 - no harness: nothing was started
+        return
+    shared = getattr(supervisor, "_shared", None)
+    if shared is not None:
+        with contextlib.suppress(Exception):  # best effort: the worker dies with us anyway
+            await shared[1].close()
 
 
 async def lower(job: LowerJob, settings: LlmSettings | None = None, **kw) -> LowerOutcome:

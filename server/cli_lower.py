@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import sys
 from pathlib import Path
@@ -116,26 +115,14 @@ def _err(msg: str) -> None:
 async def _run_async(job, settings, progress, plan_only: bool):
     """The whole run inside one event loop, which also closes what it started (the GPU worker),
     so nothing outlives the loop ("Exception ignored ... Event loop is closed" on 3.12)."""
-    from ptxls.lowering.service import lower, make_plan
+    from ptxls.lowering.service import close_gpu_worker, lower, make_plan
 
     try:
         if plan_only:
             return await make_plan(job, settings, progress=progress)
         return await lower(job, settings, progress=progress)
     finally:
-        await _close_workers()
-
-
-async def _close_workers() -> None:
-    try:
-        from ptxls.gputest import supervisor
-    except Exception:  # noqa: BLE001 - no harness: nothing was started
-        return
-    shared = getattr(supervisor, "_shared", None)
-    if shared is not None:
-        # best effort: the worker dies with us anyway; this only keeps the exit quiet
-        with contextlib.suppress(Exception):
-            await shared[1].close()
+        await close_gpu_worker()
 
 
 def _exit_code(outcome, compile_only: bool) -> int:
