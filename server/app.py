@@ -37,6 +37,9 @@ from .uris import find_document
 log = logging.getLogger("ptxls")
 
 SERVER_NAME = "ptxls"
+# Settings that choose a program to run or the host that receives the API key: a cloned
+# repository's .vscode/settings.json (or any workspace-level configuration) must not set them.
+RESTRICTED_SETTINGS = (("ptxasPath",), ("nvccPath",), ("llm", "baseUrl"))
 SERVER_VERSION = "0.1.0"
 
 
@@ -69,6 +72,8 @@ class PtxlsServer(LanguageServer):
         # restricted evaluator refuses is not run, and tool paths / the LLM endpoint are taken
         # only from the client's user-level configuration (settings.py).
         self.workspace_trusted = False
+        self.client_applies_trust = False  # the client filters workspace settings by trust
+        self.user_settings: dict = {}  # the ptxls section of initializationOptions
 
     def start_io(self, stdin=None, stdout=None) -> None:  # noqa: ANN001 - pygls' signature
         """Serve over stdio with ptxls's message loop instead of pygls' (framing resync, size
@@ -128,13 +133,56 @@ class PtxlsServer(LanguageServer):
 
     # -- settings --------------------------------------------------------------------------
 
-    def apply_settings(self, raw: Any) -> None:
+    def apply_settings(self, raw: Any, *, from_workspace: bool = False) -> None:
+        """``from_workspace``: the values came from workspace/configuration or
+        didChangeConfiguration, where a cloned repository's own settings file may have put
+        them; the settings that choose a program to run or a host to send the API key to are
+        then honoured only in a trusted workspace (see restrict_untrusted)."""
+        if from_workspace and isinstance(raw, dict):
+            raw = self.restrict_untrusted(raw)
         settings, problems = settings_from_dict(raw if isinstance(raw, dict) else None)
         self.settings = settings
         for p in problems:
             self.tell_once("setting:" + p, p)
         for listener in self.settings_listeners:
             listener(settings)
+
+    def restrict_untrusted(self, raw: dict) -> dict:
+        """In a workspace the person has not trusted, ptxasPath, nvccPath and llm.baseUrl keep
+        their user-level values (initializationOptions: the client's own configuration), and
+        a different value from the workspace is ignored and said. A client that applies trust
+        to settings itself (VS Code: restrictedConfigurations) says so at initialize."""
+        if self.workspace_trusted or self.client_applies_trust:
+            return raw
+        raw = dict(raw)
+        for path in RESTRICTED_SETTINGS:
+            *parents, key = path
+            holder, user = raw, self.user_settings
+            for part in parents:
+                holder = holder.get(part) if isinstance(holder, dict) else None
+                user = user.get(part) if isinstance(user, dict) else None
+            if not isinstance(holder, dict) or key not in holder:
+                continue
+            user_value = user.get(key) if isinstance(user, dict) else None
+            if holder[key] == user_value or holder[key] in (None, ""):
+                continue
+            # copy the nested dicts we change, so the client's object is not altered
+            target = raw
+            for part in parents:
+                target[part] = dict(target[part])
+                target = target[part]
+            if user_value is None:
+                del target[key]
+            else:
+                target[key] = user_value
+            name = "ptxls." + ".".join(path)
+            self.tell_once(
+                "untrusted:" + name,
+                f"ptxls: ignored {name} from the workspace settings: the workspace is not "
+                "trusted, and this setting chooses a program to run or where the API key goes. "
+                "Trust the workspace, or set it in your user settings.",
+            )
+        return raw
 
     async def fetch_settings(self) -> None:
         caps = self.client_capabilities.workspace
@@ -151,7 +199,7 @@ class PtxlsServer(LanguageServer):
             self.log_message(f"could not read settings from the client: {e}")
             return
         if result and isinstance(result[0], dict):
-            self.apply_settings(result[0])
+            self.apply_settings(result[0], from_workspace=True)
 
 
 def short_name(text: str, limit: int = 120) -> str:

@@ -12,11 +12,19 @@ def register(server: PtxlsServer) -> None:
     def on_initialize(ls: PtxlsServer, params: types.InitializeParams) -> None:
         init = params.initialization_options
         if isinstance(init, dict):
-            ls.apply_settings(init.get("ptxls", init))
             client = init.get("client")
             ls.client_opens_results = isinstance(client, dict) and bool(
                 client.get("opensCommandResults")
             )
+            # Trust is the editor's decision, sent by the client (VS Code: workspace.isTrusted;
+            # other clients: their own configuration). Only an explicit true trusts.
+            ls.workspace_trusted = init.get("trustedWorkspace") is True
+            ls.client_applies_trust = isinstance(client, dict) and (
+                client.get("appliesWorkspaceTrust") is True
+            )
+            user = init.get("ptxls", init)
+            ls.user_settings = dict(user) if isinstance(user, dict) else {}
+            ls.apply_settings(user)
 
     @server.feature(types.INITIALIZED)
     async def on_initialized(ls: PtxlsServer, params: types.InitializedParams) -> None:
@@ -31,7 +39,7 @@ def register(server: PtxlsServer) -> None:
     async def on_config(ls: PtxlsServer, params: types.DidChangeConfigurationParams) -> None:
         raw = params.settings
         if isinstance(raw, dict) and "ptxls" in raw:
-            ls.apply_settings(raw["ptxls"])
+            ls.apply_settings(raw["ptxls"], from_workspace=True)
         else:
             await ls.fetch_settings()
 

@@ -31,6 +31,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       output.appendLine("The LLM API key changed; restarting the server.");
       void servers?.restart();
     }),
+    // Trust is sent at initialize (initializationOptions.trustedWorkspace): a new decision
+    // needs a new server process.
+    vscode.workspace.onDidGrantWorkspaceTrust(() => {
+      output.appendLine("The workspace is now trusted; restarting the server.");
+      void servers?.restart();
+    }),
   );
 
   // A newly selected interpreter in the Python extension may be the one with ptxls (or no

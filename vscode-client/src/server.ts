@@ -97,7 +97,15 @@ export class ServerManager implements vscode.Disposable {
       synchronize: { configurationSection: SECTION },
       // This extension opens the files commands return (ptxls.showPtx, lowering), so the
       // server need not also ask for them with window/showDocument.
-      initializationOptions: { client: { opensCommandResults: true } },
+      // trustedWorkspace: VS Code's workspace trust, so the server runs a GPU test's numpy
+      // reference outside its restricted language only in a trusted workspace.
+      // appliesWorkspaceTrust: VS Code itself drops a workspace's values of the settings in
+      // capabilities.untrustedWorkspaces.restrictedConfigurations (package.json) while the
+      // workspace is untrusted; the server need not filter them again.
+      initializationOptions: {
+        client: { opensCommandResults: true, appliesWorkspaceTrust: true },
+        trustedWorkspace: vscode.workspace.isTrusted,
+      },
       outputChannel: this.output,
       traceOutputChannel: this.traceChannel,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
