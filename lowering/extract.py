@@ -1,89 +1,716 @@
 """Find the PTX in a model's reply. Nothing else from a reply is ever used, let alone run.
 
-Replies come as fenced blocks with or without a language tag (```ptx, ```asm, ``` or ~~~),
-several blocks (a plan, then the kernel; or the CUDA echoed back, then the PTX), prose around
-them, or bare PTX. The block that declares an ``.entry`` wins (the one naming the expected
-kernel first); an unterminated fence (a reply cut off at max tokens) still yields its text, with
-a note, so ptxas can say what is missing.
+Real replies come in every shape: fenced blocks with any tag (```ptx, ```asm, ``` , ~~~, indented
+inside a list, with extra info after the tag), bare PTX with prose before, after and between,
+the CUDA echoed back in a ```cuda block first, a ``<think>`` section holding a draft, a model
+that corrects itself ("wait, corrected version:"), CRLF line endings, a reply cut off at the
+token limit. The rules:
+
+1. Line endings are normalised (CRLF, lone CR) and reasoning sections (``<think>``,
+   ``<thinking>``, ``<reasoning>``; an unclosed one at the start; a ``</think>`` with no opening)
+   are set aside as ``reasoning``: a draft in there is never the answer.
+2. Every fenced block and every stretch of bare PTX in the prose is a candidate. Bare PTX ends
+   where its own braces close and a line that is not PTX follows, so prose with ``{``/``}``
+   after it cannot move the end.
+3. The answer is the **last complete** candidate that declares the requested ``.entry`` (else
+   any ``.entry``); complete means the entry's body closes. With none complete, the last cut-off
+   one is returned with ``truncated`` set (ptxas then says what is missing).
+4. In the answer: ``@gputest`` lines are removed (a candidate never sets its own test); an
+   elision marker (``// ...``, ``// rest of the code unchanged``, ``...`` alone on a line) makes
+   the reply ``incomplete`` — not a candidate; entries other than the requested one, and
+   ``.func``s nothing kept calls, are dropped; non-ASCII characters in comments are removed
+   (ptxas rejects any). Each change is a line in ``notes``.
+
+Everything is linear in the reply's size: lines are scanned once, comments blanked once, and
+the few regular expressions have bounded repetition, so a multi-megabyte hostile reply costs
+milliseconds to seconds, never hours.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-_FENCE = re.compile(r"^(?P<fence>```+|~~~+)[ \t]*(?P<tag>[\w+.-]*)[^\n]*\n", re.MULTILINE)
-_ENTRY = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)")
-_PTX_START = re.compile(
-    r"^\s*(//[^\n]*\n\s*)*\.(version|target|address_size|visible|entry)\b", re.MULTILINE
-)
+TOKEN_LIMIT_SETTING = "ptxls.llm.maxTokens (PTXLS_LLM_MAX_TOKENS)"
+
+# Far beyond any real reply (a 400 KB PTX module has ~16k lines, a few thousand braces and
+# comments); a reply past one of these is refused with a message, before any scanning. They
+# bound the number of times the Python-level loops below run, on top of each scan being
+# linear: a hostile multi-megabyte reply costs milliseconds.
+LIMITS = {  # what is counted → (the strings counted, the most a reply may hold)
+    "lines": (("\n",), 60_000),
+    "braces and parentheses": (("{", "}", "(", ")"), 60_000),
+    "comments and quotes": (("//", "/*", '"'), 60_000),
+    "'.entry'/'.func' directives": ((".entry", ".func"), 5_000),
+    "reasoning tags": (("<think", "<reason", "<thought"), 1_000),
+}
 
 
 @dataclass(frozen=True)
 class Extraction:
     ptx: str | None
-    problem: str = ""  # why there is no PTX, or a note about what was taken
+    # Why this is not a candidate, worded for the model (the loop sends it back); empty when
+    # ``ptx`` is usable as it is.
+    problem: str = ""
     blocks: int = 0  # fenced blocks seen
-    truncated: bool = False
+    truncated: bool = False  # the PTX stops before its entry's body closes (cut-off reply)
+    incomplete: bool = False  # the PTX elides code ("// ... unchanged ...")
+    notes: tuple[str, ...] = ()  # what was changed or ignored, for the transcript and report
+    reasoning: str = ""  # <think> sections found in the text
+
+    @property
+    def candidate(self) -> bool:
+        """PTX worth giving to ptxas and the tests."""
+        return self.ptx is not None and not self.problem
 
 
-def _blocks(reply: str) -> tuple[list[tuple[str, str]], bool]:
-    """(tag, body) of each fenced block, and whether the last one never closed."""
-    blocks, pos, truncated = [], 0, False
+# ---- 1. normalising and reasoning sections
+
+_THINK_TAGS = ("think", "thinking", "reasoning", "thought")
+
+
+def normalise(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def split_reasoning(text: str) -> tuple[str, str]:
+    """(answer, reasoning): reasoning sections cut out of the text, in one pass."""
+    low = text.lower()
+    answer: list[str] = []
+    reasoning: list[str] = []
+    pos = 0
+    nxt = {t: low.find(f"<{t}>") for t in _THINK_TAGS}
+    first_open = min((i for i in nxt.values() if i >= 0), default=-1)
+    # a "</think>" before any opening tag: the chat template opened the section for the model
+    for t in _THINK_TAGS:
+        close = low.find(f"</{t}>")
+        if close >= 0 and (first_open < 0 or close < first_open):
+            reasoning.append(text[:close])
+            pos = close + len(t) + 3
+            break
     while True:
-        m = _FENCE.search(reply, pos)
-        if not m:
+        for t, i in nxt.items():
+            if 0 <= i < pos:
+                nxt[t] = low.find(f"<{t}>", pos)
+        found = [(i, t) for t, i in nxt.items() if i >= 0]
+        if not found:
+            answer.append(text[pos:])
             break
-        fence = m.group("fence")
-        close = re.compile(
-            rf"^[ \t]*{re.escape(fence[0]) * len(fence)}[{re.escape(fence[0])}]*[ \t]*$",
-            re.MULTILINE,
-        )
-        c = close.search(reply, m.end())
-        if c is None:
-            blocks.append((m.group("tag").lower(), reply[m.end() :]))
-            truncated = True
+        at, tag = min(found)
+        body = at + len(tag) + 2
+        close = low.find(f"</{tag}>", body)
+        if close < 0:
+            if not "".join(answer).strip() and not text[pos:at].strip():
+                # unclosed at the start: all of it is reasoning (a reply cut off mid-thought)
+                reasoning.append(text[body:])
+            else:
+                answer.append(text[pos:])  # a stray "<think>" in prose: leave it
             break
-        blocks.append((m.group("tag").lower(), reply[m.end() : c.start()]))
-        pos = c.end()
-    return blocks, truncated
+        answer.append(text[pos:at])
+        reasoning.append(text[body:close])
+        pos = close + len(tag) + 3
+    return "".join(answer), "\n\n".join(r.strip("\n") for r in reasoning if r.strip())
 
 
-def _bare_ptx(reply: str) -> str | None:
-    """PTX written without fences: from the first directive to the last closing brace."""
-    m = _PTX_START.search(reply)
-    if not m or not _ENTRY.search(reply, m.start()):
+# ---- 2. fenced blocks and bare PTX
+
+
+@dataclass
+class Segment:
+    text: str
+    fenced: bool
+    tag: str = ""
+    closed: bool = True  # the fence closed (always True for bare PTX)
+    first_line: int = 0  # 0-based line of the reply's answer text where the PTX starts
+
+
+def _fence_open(line: str) -> tuple[str, int, str] | None:
+    """(fence, indent, tag) when the line opens a fenced block."""
+    stripped = line.lstrip(" \t")
+    if stripped[:3] not in ("```", "~~~"):
         return None
-    end = reply.rfind("}")
-    if end < m.start():
-        return reply[m.start() :].strip() + "\n"
-    return reply[m.start() : end + 1].strip() + "\n"
+    ch = stripped[0]
+    n = len(stripped) - len(stripped.lstrip(ch))
+    info = stripped[n:].strip()
+    if ch == "`" and "`" in info:
+        return None  # inline code on one line, not a fence
+    tag = info.split()[0].lower().strip("{}.") if info else ""
+    return ch * n, len(line) - len(stripped), tag
 
 
-def extract_ptx(reply: str | None, kernel: str | None = None) -> Extraction:
-    if not reply or not reply.strip():
-        return Extraction(None, "the reply was empty")
-    blocks, truncated = _blocks(reply)
-    with_entry = [(tag, body) for tag, body in blocks if _ENTRY.search(body)]
-    if with_entry:
-        if kernel:
-            named = [b for b in with_entry if kernel in _ENTRY.findall(b[1])]
-            with_entry = named or with_entry
-        # a block tagged as PTX beats an untagged one; among equals, the last (the final answer)
-        ptx_tagged = [b for b in with_entry if b[0] in ("ptx", "nvptx", "asm")]
-        tag, body = (ptx_tagged or with_entry)[-1]
-        cut = truncated and body is blocks[-1][1]
-        note = "the reply was cut off inside the PTX block (max tokens?)" if cut else ""
-        return Extraction(body.strip() + "\n", note, len(blocks), cut)
-    bare = _bare_ptx(reply)
-    if bare:
-        return Extraction(bare, "", len(blocks))
-    if blocks:
-        tags = ", ".join(sorted({t or "untagged" for t, _ in blocks}))
+def _fence_close(line: str, fence: str) -> tuple[bool, str]:
+    """(closes, code before the fence): a line of only the fence char (at least as long), or
+    code followed by the fence ("}```" — models do write that)."""
+    ch = fence[0]
+    rest = line.rstrip()
+    code = rest.rstrip(ch)
+    if len(rest) - len(code) < len(fence):
+        return False, ""
+    return True, code if code.strip() else ""
+
+
+_DIRECTIVE_START = (
+    ".version",
+    ".target",
+    ".address_size",
+    ".visible",
+    ".entry",
+    ".func",
+    ".weak",
+    ".extern",
+    ".global",
+    ".const",
+    ".shared",
+    ".file",
+    ".pragma",
+)
+
+
+def _starts_ptx(stripped: str) -> bool:
+    return stripped.startswith(_DIRECTIVE_START)
+
+
+def _ptx_like(stripped: str) -> bool:
+    """A line that can stand between PTX statements at brace depth 0 (a directive, a comment,
+    a brace, the ')' closing a parameter list); prose after the PTX is none of these."""
+    if not stripped:
+        return True
+    if stripped.startswith(("//", "/*", "{", "}", ")")):
+        return True
+    return stripped[0] == "." and stripped[1:2].isalpha()
+
+
+_SPECIAL = re.compile(r'[{}()"]|//|/\*|\*/')
+
+
+def _line_braces(line: str, state: list[int]) -> None:
+    """Update [brace depth, paren depth, in block comment] for one line, ignoring comments and
+    strings. Only the line's special characters are visited (found by the regex engine)."""
+    depth, paren, in_comment = state
+    in_string = False
+    for m in _SPECIAL.finditer(line):
+        tok = m.group()
+        if in_comment:
+            if tok == "*/":
+                in_comment = 0
+            continue
+        if in_string:
+            in_string = tok != '"'
+            continue
+        if tok == "//":
+            break
+        if tok == "/*":
+            in_comment = 1
+        elif tok == '"':
+            in_string = True
+        elif tok == "{":
+            depth += 1
+        elif tok == "}":
+            depth = max(depth - 1, 0)
+        elif tok == "(":
+            paren += 1
+        elif tok == ")":
+            paren = max(paren - 1, 0)
+    state[:] = [depth, paren, in_comment]
+
+
+def _bare_segments(lines: list[str], start: int, end: int) -> list[Segment]:
+    """Stretches of PTX in prose lines [start, end): from a directive (with the comment lines
+    right above it) until its braces close and a line that is not PTX follows."""
+    out: list[Segment] = []
+    i = start
+    comment_from = None
+    while i < end:
+        stripped = lines[i].strip()
+        if stripped.startswith("//"):
+            if comment_from is None:
+                comment_from = i
+            i += 1
+            continue
+        if not _starts_ptx(stripped):
+            comment_from = None
+            i += 1
+            continue
+        first = comment_from if comment_from is not None else i
+        comment_from = None
+        state = [0, 0, 0]
+        j = i
+        last_code = i
+        while j < end:
+            s = lines[j].strip()
+            if state == [0, 0, 0] and j > i and not _ptx_like(s):
+                break
+            _line_braces(lines[j], state)
+            if s:
+                last_code = j
+            j += 1
+        out.append(Segment("\n".join(lines[first : last_code + 1]) + "\n", False, "", True, first))
+        i = j
+    return out
+
+
+def _segments(lines: list[str]) -> tuple[list[Segment], int]:
+    """Fenced blocks and bare PTX stretches, in reply order; and the number of fences."""
+    out: list[Segment] = []
+    fences = 0
+    i, prose_from, n = 0, 0, len(lines)
+    while i < n:
+        opened = _fence_open(lines[i])
+        if opened is None:
+            i += 1
+            continue
+        out += _bare_segments(lines, prose_from, i)
+        fence, indent, tag = opened
+        fences += 1
+        body: list[str] = []
+        j, closed = i + 1, False
+        while j < n:
+            closes, before = _fence_close(lines[j], fence)
+            if closes:
+                if before.strip():
+                    body.append(before)
+                closed = True
+                break
+            line = lines[j]
+            if indent:  # a fence indented in a list: its body is indented as much
+                k = len(line) - len(line.lstrip(" "))
+                line = line[min(k, indent) :]
+            body.append(line)
+            j += 1
+        out.append(Segment("\n".join(body).strip("\n") + "\n", True, tag, closed, i + 1))
+        i = j + 1
+        prose_from = i
+    out += _bare_segments(lines, prose_from, n)
+    return out, fences
+
+
+# ---- 3. what a stretch of PTX declares
+
+_FUNC_DIRECTIVE = re.compile(r"\.(entry|func)\b")
+# after .func: an optional return-parameter list, then the name (bounded: no backtracking
+# across the text)
+_FUNC_NAME = re.compile(
+    r"[ \t\n]{0,200}(?:\([^()]{0,4000}\)[ \t\n]{0,200})?([A-Za-z_$%][\w$]{0,200})"
+)
+_ENTRY_NAME = re.compile(r"[ \t\n]{0,200}([A-Za-z_$%][\w$]{0,200})")
+
+
+def blank_comments(text: str) -> str:
+    """The text with comments and string literals replaced by spaces (newlines kept), so that
+    braces, names and directives can be searched for in code only. One pass: the next position
+    of each opener is looked up again only once the scan has passed it."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    nxt = {m: text.find(m) for m in ("//", "/*", '"')}
+    while i < n:
+        for m, k in nxt.items():
+            if 0 <= k < i:
+                nxt[m] = text.find(m, i)
+        j = min((k for k in nxt.values() if k >= 0), default=n)
+        out.append(text[i:j])
+        if j >= n:
+            break
+        if text.startswith("//", j):
+            k = text.find("\n", j)
+            k = n if k < 0 else k
+        elif text.startswith("/*", j):
+            k = text.find("*/", j + 2)
+            k = n if k < 0 else k + 2
+        else:
+            k = text.find('"', j + 1)
+            nl = text.find("\n", j + 1)
+            k = n if k < 0 else k + 1
+            if 0 <= nl < k:  # an unclosed string ends at the line's end
+                k = nl
+        span = text[j:k]
+        out.append(re.sub(r"[^\n]", " ", span) if "\n" in span else " " * len(span))
+        i = k
+    return "".join(out)
+
+
+@dataclass
+class Function:
+    kind: str  # "entry" | "func"
+    name: str
+    start: int  # offset of the line where its declaration starts
+    end: int  # offset just past its closing brace (or its ';', or the end of the text)
+    closed: bool  # a body that closes, or a prototype ending in ';'
+    is_definition: bool
+
+
+@dataclass
+class Module:
+    text: str
+    code: str  # comments and strings blanked
+    functions: list[Function] = field(default_factory=list)
+
+    def entries(self) -> list[Function]:
+        return [f for f in self.functions if f.kind == "entry"]
+
+    def declares(self, kernel: str | None) -> bool:
+        return any(f.name == kernel for f in self.entries()) if kernel else bool(self.entries())
+
+
+def analyse(text: str) -> Module:
+    """The top-level .entry/.func declarations of a stretch of PTX with their extents."""
+    code = blank_comments(text)
+    # top-level brace spans and ';' positions, in one pass
+    spans: list[tuple[int, int]] = []  # (open, close+1) of bodies at depth 0
+    semis: list[int] = []
+    depth, opened = 0, -1
+    directive_at: list[tuple[int, str]] = []
+    for m in re.finditer(r"[{};]|\.(?:entry|func)\b", code):
+        tok = m.group()
+        if tok == "{":
+            if depth == 0:
+                opened = m.start()
+            depth += 1
+        elif tok == "}":
+            if depth > 0:
+                depth -= 1
+                if depth == 0:
+                    spans.append((opened, m.end()))
+        elif tok == ";":
+            if depth == 0:
+                semis.append(m.start())
+        elif depth == 0:
+            directive_at.append((m.start(), tok[1:]))
+    if depth > 0:
+        spans.append((opened, -1))  # a body that never closes
+    module = Module(text, code)
+    span_starts = [s for s, _ in spans]
+    newlines = [m.start() for m in re.finditer("\n", code)]
+    for k, (at, kind) in enumerate(directive_at):
+        after = at + len(kind) + 1
+        m = (_FUNC_NAME if kind == "func" else _ENTRY_NAME).match(code, after)
+        if not m:
+            continue
+        name = m.group(1)
+        limit = directive_at[k + 1][0] if k + 1 < len(directive_at) else len(code)
+        b = bisect.bisect_left(span_starts, m.end())
+        body = spans[b] if b < len(spans) and span_starts[b] < limit else None
+        s = bisect.bisect_left(semis, m.end())
+        semi = semis[s] if s < len(semis) and semis[s] < limit else None
+        nl = bisect.bisect_left(newlines, at)
+        line_start = newlines[nl - 1] + 1 if nl > 0 else 0
+        if semi is not None and (body is None or semi < body[0]):
+            fn = Function(kind, name, line_start, semi + 1, True, False)
+        elif body is not None:
+            closed = body[1] >= 0
+            fn = Function(kind, name, line_start, body[1] if closed else len(code), closed, True)
+        else:
+            fn = Function(kind, name, line_start, len(code), False, False)
+        module.functions.append(fn)
+    return module
+
+
+# ---- 4. cleaning the answer
+
+_ELLIPSIS = re.compile(r"(?:^|[\s(\[<{])(?:\.{3,}|…)(?=$|[\s)\]>}.,;:])")
+_ELISION_PHRASES = re.compile(
+    r"(?i)\b(?:rest of (?:the )?(?:code|kernel|function|module|body|file|ptx|instructions|"
+    r"program|loop)|remaining (?:code|instructions|lines|body)|same as (?:before|above)|"
+    r"as before|as above|(?:code|instructions) (?:continues|goes here|as before)|omitted|"
+    r"elided|for brevity|not shown|previous version|snip(?:ped)?|and so on|etc\.?$)"
+)
+_MATH = re.compile(r"[-+*/=<>,\[\]^%]|\b(?:to|for|sum|from)\b")
+_UNCHANGED = re.compile(r"(?i)\bunchanged\b")
+_UNCHANGED_CONTEXT = re.compile(
+    r"(?i)\b(?:code|rest|same|previous|above|before|as is|remains?|section|part|body|kernel|"
+    r"block|here|lines|instructions|everything|other|loop)\b"
+)
+
+
+def find_elision(ptx: str) -> tuple[int, str] | None:
+    """(1-based line, the line) of the first elision marker: a comment that says code was left
+    out, or '...' standing alone."""
+    in_block = False
+    for no, line in enumerate(ptx.split("\n"), 1):
+        stripped = line.strip()
+        comment = ""
+        if in_block:
+            end = stripped.find("*/")
+            comment, in_block = (stripped, True) if end < 0 else (stripped[:end], False)
+            code = "" if end < 0 else stripped[end + 2 :]
+        else:
+            code = stripped
+            for marker in ("//", "/*"):
+                k = code.find(marker)
+                if k >= 0:
+                    comment = code[k + 2 :]
+                    if marker == "/*":
+                        e = comment.find("*/")
+                        if e < 0:
+                            in_block = True
+                        else:
+                            comment = comment[:e]
+                    code = code[:k]
+                    break
+        comment = comment.strip()
+        if code.strip() in ("...", "…", "[...]", "<...>", "(...)", "{...}"):
+            return no, stripped
+        if _ELLIPSIS.search(code):
+            return no, stripped
+        if not comment:
+            continue
+        if _ELISION_PHRASES.search(comment):
+            return no, stripped
+        if _ELLIPSIS.search(comment):
+            # "// ..." or "// ... more loads" leaves code out; "x[0] + ... + x[i]" or
+            # "j = tid, tid + ntid, ..." is mathematics
+            rest = comment.replace("…", " ").replace("...", " ")
+            if not _MATH.search(rest) and len(rest.split()) <= 3:
+                return no, stripped
+        if _UNCHANGED.search(comment) and (
+            len(comment.split()) <= 2 or _UNCHANGED_CONTEXT.search(comment)
+        ):
+            return no, stripped
+    return None
+
+
+def _strip_gputest(ptx: str) -> tuple[str, int]:
+    if "@gputest" not in ptx:
+        return ptx, 0
+    kept, dropped = [], 0
+    for line in ptx.split("\n"):
+        if "@gputest" in line:
+            dropped += 1
+        else:
+            kept.append(line)
+    return "\n".join(kept), dropped
+
+
+def _strip_non_ascii_comments(ptx: str) -> tuple[str, int]:
+    if ptx.isascii():
+        return ptx, 0
+    code = blank_comments(ptx)
+    out, removed = [], 0
+    for ch, c in zip(ptx, code, strict=True):
+        if ch != c and not ch.isascii():  # inside a comment or string: blanked in ``code``
+            removed += 1
+            continue
+        out.append(ch)
+    return "".join(out), removed
+
+
+_WORD = re.compile(r"[A-Za-z_$%][\w$]{0,200}")
+
+
+def _keep_entry(module: Module, kernel: str) -> tuple[str, list[str], list[str]]:
+    """The module with only the last definition of ``kernel`` and the .funcs it uses,
+    transitively (called, or taken the address of: any mention counts); and the names of the
+    entries and .funcs dropped. Module-level variables and directives stay."""
+    entries = [f for f in module.entries() if f.name == kernel and f.is_definition]
+    if not entries:
+        return module.text, [], []
+    keep = entries[-1]
+    funcs = {f.name: f for f in module.functions if f.kind == "func" and f.is_definition}
+    used: set[str] = set()
+    kept_funcs: set[str] = set()
+    todo = [keep]
+    while todo:
+        fn = todo.pop()
+        words = set(_WORD.findall(module.code[fn.start : fn.end]))
+        used |= words
+        for name in words:
+            f = funcs.get(name)
+            if f is not None and name not in kept_funcs and f is not fn:
+                kept_funcs.add(name)
+                todo.append(f)
+    dropped_entries, dropped_funcs = [], []
+    cuts: list[tuple[int, int]] = []
+    for f in module.functions:
+        if f is keep:
+            continue
+        if f.kind == "entry":
+            if f.is_definition:
+                dropped_entries.append(
+                    f.name if f.name != kernel else f"{f.name} (an earlier copy)"
+                )
+            cuts.append((f.start, f.end))
+        elif f.is_definition:
+            if f is not funcs.get(f.name) or f.name not in kept_funcs:
+                dropped_funcs.append(f.name)
+                cuts.append((f.start, f.end))
+        elif f.name not in used:  # a prototype of a .func nothing kept mentions
+            cuts.append((f.start, f.end))
+    if not cuts:
+        return module.text, [], []
+    text, pos, parts = module.text, 0, []
+    for a, b in sorted(cuts):
+        if a < pos:
+            continue
+        parts.append(text[pos:a])
+        pos = b
+        # the rest of the closing line (a trailing comment) goes with the function
+        nl = text.find("\n", pos, pos + 400)
+        if nl >= 0 and not module.code[pos:nl].strip():
+            pos = nl + 1
+    parts.append(text[pos:])
+    cleaned = re.sub(r"\n{3,}", "\n\n", "".join(parts))
+    return cleaned, dropped_entries, dropped_funcs
+
+
+# ---- 5. the answer
+
+
+def _merge_split_module(segments: list[tuple[Segment, Module]]) -> list[tuple[Segment, Module]]:
+    """A header (.version/.target) in one block and the kernel in the next: one module."""
+    out: list[tuple[Segment, Module]] = []
+    for seg, mod in segments:
+        if out:
+            prev_seg, prev_mod = out[-1]
+            if (
+                not prev_mod.functions
+                and ".version" in prev_mod.code
+                and mod.functions
+                and ".version" not in mod.code
+            ):
+                joined = prev_seg.text.rstrip("\n") + "\n\n" + seg.text
+                out[-1] = (
+                    Segment(joined, seg.fenced, seg.tag, seg.closed, prev_seg.first_line),
+                    analyse(joined),
+                )
+                continue
+        out.append((seg, mod))
+    return out
+
+
+def _cut_note(finish_reason: str | None) -> str:
+    why = "the token limit" if finish_reason == "length" else "its end"
+    return f"your reply was cut off at {why} inside the PTX, before the kernel's closing '}}'" + (
+        f"; raise {TOKEN_LIMIT_SETTING}" if finish_reason == "length" else ""
+    )
+
+
+def extract_ptx(
+    reply: str | None, kernel: str | None = None, *, finish_reason: str | None = None
+) -> Extraction:
+    """The PTX answer in ``reply`` for the entry ``kernel`` (None: any entry)."""
+    cut = finish_reason == "length"
+    text = normalise(reply or "")
+    for what, (needles, most) in LIMITS.items():
+        source = text.lower() if what == "reasoning tags" else text
+        count = sum(map(source.count, needles))
+        if count > most:
+            return Extraction(
+                None,
+                f"the reply has {count} {what}, more than the {most} ptxls reads in one "
+                "reply; answer with only the PTX module, in one ```ptx block",
+            )
+    answer, reasoning = split_reasoning(text)
+    if not answer.strip():
+        if cut:
+            problem = (
+                "the model spent its whole token budget"
+                + (" on reasoning" if reasoning else " (reasoning?)")
+                + f" before writing any answer — raise {TOKEN_LIMIT_SETTING}"
+            )
+        elif reasoning:
+            problem = (
+                "your reply holds only reasoning (a <think> section) and no answer after it; "
+                "write the PTX after the reasoning"
+            )
+        else:
+            problem = "the reply was empty"
+        return Extraction(None, problem, reasoning=reasoning)
+    lines = answer.split("\n")
+    segments, fences = _segments(lines)
+    # only stretches that name a function need the full analysis; the rest are prose-like
+    # blocks (CUDA, a plan, a header) and stay as text
+    analysed = _merge_split_module(
+        [
+            (
+                s,
+                analyse(s.text)
+                if ".entry" in s.text or ".func" in s.text
+                else Module(s.text, s.text),
+            )
+            for s in segments
+        ]
+    )
+    with_entry = [(s, m) for s, m in analysed if m.entries()]
+    named = [(s, m) for s, m in with_entry if kernel and m.declares(kernel)]
+    pool = named or with_entry
+    notes: list[str] = []
+    gputest_lines = sum(1 for line in lines if "@gputest" in line)
+    if gputest_lines:
+        notes.append(
+            f"ignored {gputest_lines} @gputest line{'s' if gputest_lines != 1 else ''} in the "
+            "reply: a candidate never sets its own test"
+        )
+    if cut:
+        notes.append(
+            f"the reply stopped at the token limit (finish_reason: length); raise {TOKEN_LIMIT_SETTING}"
+        )
+    if not pool:
+        in_reasoning = "" if not reasoning else analyse(reasoning)
+        if in_reasoning and in_reasoning.entries():
+            problem = (
+                "your reply has PTX only inside its reasoning (<think>) section; write the final "
+                "PTX after it, in a ```ptx block"
+            )
+        elif cut:
+            problem = (
+                "your reply was cut off at the token limit before any PTX '.entry' was written; "
+                f"raise {TOKEN_LIMIT_SETTING}, or answer with the PTX first and no explanation"
+            )
+        elif fences:
+            tags = ", ".join(sorted({s.tag or "untagged" for s in segments if s.fenced}))
+            problem = (
+                f"the reply has {fences} code block(s) ({tags}) but none declares a PTX '.entry'"
+            )
+        else:
+            problem = "the reply contains no PTX (no code block, no '.entry')"
+        return Extraction(None, problem, fences, cut, notes=tuple(notes), reasoning=reasoning)
+
+    def complete(sm: tuple[Segment, Module]) -> bool:
+        seg, mod = sm
+        entries = [f for f in mod.entries() if not kernel or f.name == kernel] or mod.entries()
+        return any(f.closed and f.is_definition for f in entries)
+
+    complete_ones = [sm for sm in pool if complete(sm)]
+    seg, mod = (complete_ones or pool)[-1]
+    truncated = not complete_ones
+    if len(pool) > 1:
+        notes.append(
+            f"the reply holds {len(pool)} PTX versions of the kernel; took the last "
+            f"{'complete ' if not truncated else ''}one (line {seg.first_line + 1} of the reply)"
+        )
+    if seg.fenced and not seg.closed and not truncated:
+        notes.append("the reply was cut off after the PTX (its code block never closed)")
+    ptx, dropped = _strip_gputest(seg.text)
+    elided = find_elision(ptx)
+    if elided is not None:
+        no, line = elided
         return Extraction(
             None,
-            f"the reply has {len(blocks)} code block(s) ({tags}) but none declares a PTX '.entry'",
-            len(blocks),
+            f"your reply elides code at line {no} of the PTX ({line[:120]!r}): send the whole "
+            "kernel, every instruction, with nothing left out or marked as unchanged",
+            fences,
             truncated,
+            True,
+            tuple(notes),
+            reasoning,
         )
-    return Extraction(None, "the reply contains no PTX (no code block, no '.entry')")
+    if kernel and mod.declares(kernel):
+        kept, gone_entries, gone_funcs = _keep_entry(analyse(ptx), kernel)
+        if gone_entries or gone_funcs:
+            ptx = kept
+            parts = []
+            if gone_entries:
+                parts.append(f"entries other than '{kernel}': {', '.join(gone_entries[:10])}")
+            if gone_funcs:
+                parts.append(f".funcs '{kernel}' does not call: {', '.join(gone_funcs[:10])}")
+            notes.append("dropped " + "; ".join(parts))
+    ptx, removed = _strip_non_ascii_comments(ptx)
+    if removed:
+        notes.append(
+            f"removed {removed} non-ASCII character{'s' if removed != 1 else ''} from comments "
+            "(ptxas rejects any)"
+        )
+    del dropped
+    ptx = ptx.strip("\n") + "\n"
+    problem = _cut_note(finish_reason) if truncated else ""
+    return Extraction(ptx, problem, fences, truncated, False, tuple(notes), reasoning)

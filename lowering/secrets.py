@@ -62,14 +62,24 @@ def remember_secret(secret: str | None) -> None:
             _known.add(secret)
 
 
+_cache: tuple[tuple, list[str]] = ((), [])
+
+
 def _secrets(key: str | None) -> list[str]:
-    found = set(_known)
+    """The values to remove, longest first (a key that contains another is removed whole);
+    recomputed only when the environment's key, the remembered ones or ``key`` change."""
+    global _cache
     env_key = os.environ.get("OPENAI_API_KEY")
+    stamp = (key, env_key, len(_known))
+    if _cache[0] == stamp:
+        return _cache[1]
+    found = set(_known)
     for s in (key, env_key):
         if s and len(s) >= MIN_SECRET_LEN:
             found.add(s)
-    # longest first: a key that contains another is removed whole
-    return sorted(found, key=len, reverse=True)
+    result = sorted(found, key=len, reverse=True)
+    _cache = (stamp, result)
+    return result
 
 
 def scrub(text: str, key: str | None = None) -> str:

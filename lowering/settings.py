@@ -120,8 +120,11 @@ class LlmSettings:
 
     def public_dict(self) -> dict:
         """Everything but the key, for transcripts and reports."""
+        from .secrets import public_url
+
         d = dataclasses.asdict(self)
         d.pop("api_key", None)
+        d["base_url"] = public_url(self.base_url)
         d["api_key_set"] = bool(self.api_key)
         return d
 

@@ -136,11 +136,22 @@ def main(argv: list[str] | None = None) -> int:
     if not args.command:
         parser.print_help()
         return EXIT_CANNOT_RUN
+    if args.command == "serve":
+        # stdout carries the protocol; features/key_scrub.py scrubs every message and the log
+        return runners[args.command](args)
+    from ptxls.lowering.secrets import ScrubbingStream, install_log_scrubber
+
+    # an endpoint may echo the API key in an error body: nothing printed may carry it
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = ScrubbingStream(out), ScrubbingStream(err)
+    install_log_scrubber()
     try:
         return runners[args.command](args)
     except KeyboardInterrupt:
         print("ptxls: interrupted", file=sys.stderr)
         return 130
+    finally:
+        sys.stdout, sys.stderr = out, err
 
 
 def repo_examples() -> Path | None:

@@ -58,8 +58,12 @@ def gather(ptxas: str | None = None) -> dict:
         "driver_max_ptx_isa": ".".join(map(str, gpu.max_ptx_isa)) if gpu.max_ptx_isa else None,
     }
     info["default_arch"] = choose_arch(None, None)
+    from ptxls.lowering.secrets import public_url
+
     info["llm"] = {
-        "base_url": os.environ.get("OPENAI_BASE_URL") or "(not set: the OpenAI default)",
+        # never credentials embedded in the URL (user:password@, ?api_key=)
+        "base_url": public_url(os.environ.get("OPENAI_BASE_URL"))
+        or "(not set: the OpenAI default)",
         "model": os.environ.get("PTXLS_MODEL") or "(not set)",
         "api_key": "set" if os.environ.get("OPENAI_API_KEY") else "not set",  # never the key itself
     }

@@ -8,7 +8,15 @@ import logging
 log = logging.getLogger("ptxls")
 
 # Order matters only for hover/code-lens providers: earlier ones answer first.
-_REQUIRED = ["core", "ptx_diagnostics", "cuda_diagnostics", "status", "ptx_navigation", "show_ptx"]
+_REQUIRED = [
+    "key_scrub",
+    "core",
+    "ptx_diagnostics",
+    "cuda_diagnostics",
+    "status",
+    "ptx_navigation",
+    "show_ptx",
+]
 _OPTIONAL = ["gputest_feature", "lowering_feature"]
 
 
