@@ -1,7 +1,10 @@
 """``ptxls.showPtx(uri, kernel)``: open nvcc's PTX of one CUDA kernel, source lines interleaved.
 
-The view is written under ``.ptxls/show/`` in the workspace (never beside the user's sources)
-and opened with window/showDocument; the command answers ``{ok, summary, uri, ptx}``.
+The view is written under ``.ptxls/show/`` in the workspace folder of the source (never beside
+the user's sources, never through a symlink: a repository that ships ``.ptxls/show/k.show.ptx``
+as a link gets the link replaced, not its target written) and opened with window/showDocument;
+a source outside every workspace folder gets no file, only the text (``untitled``). The command
+answers ``{ok, summary, uri, ptx}``.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from ptxls.diagnostics.arch import choose_arch
+from ptxls.lowering import safe_write
 from ptxls.lowering.show_ptx import show_ptx
 
 from ..app import PtxlsServer
@@ -20,10 +24,10 @@ from ..app import PtxlsServer
 COMMAND = "ptxls.showPtx"
 
 
-def _view_folder(server: PtxlsServer, source: Path) -> Path:
-    root = server.workspace.root_path
-    base = Path(root) if root and source.is_relative_to(root) else source.parent
-    return base / ".ptxls" / "show"
+def _view_root(server: PtxlsServer, source: Path) -> Path | None:
+    from .lowering_feature import _workspace_root
+
+    return _workspace_root(server, source)
 
 
 def register(server: PtxlsServer) -> None:
@@ -55,13 +59,20 @@ def register(server: PtxlsServer) -> None:
         if not shown.ok:
             return {"ok": False, "summary": shown.message}
         result: dict = {"ok": True, "summary": shown.message, "ptx": shown.ptx}
-        if path:
-            folder = _view_folder(ls, Path(path))
-            folder.mkdir(parents=True, exist_ok=True)
-            target = folder / f"{kernel}.show.ptx"  # never mistaken for a lowering result
-            target.write_text(shown.ptx)
-            result["uri"] = target.as_uri()
-            _show_document(ls, result["uri"])
+        root = _view_root(ls, Path(path)) if path else None
+        if root is None:
+            result["untitled"] = True
+            result["summary"] += " (the source is outside the workspace: not written to a file)"
+            return result
+        safe_name = "".join(c if c.isalnum() or c in "_$." else "_" for c in kernel)[:120]
+        target = root / ".ptxls" / "show" / f"{safe_name}.show.ptx"  # never a lowering result
+        try:
+            written = safe_write.write_text(target, shown.ptx, root=root, replace_symlink=True)
+        except (safe_write.UnsafeWrite, OSError) as e:
+            result["summary"] += f" (view not written: {e})"
+            return result
+        result["uri"] = written.as_uri()
+        _show_document(ls, result["uri"])
         return result
 
 
