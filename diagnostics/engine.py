@@ -7,6 +7,7 @@ always agree on what is wrong with a piece of PTX.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable
 from dataclasses import dataclass
 
@@ -51,6 +52,11 @@ def resolve_ptxas(version: tuple[int, int] | None, opts: PtxCheckOptions) -> Too
         raise PtxasUnavailable(str(e)) from None
 
 
+# Lints whose cause ptxas reports in its own words, at a position of its own: one message per
+# cause, so the lint goes when ptxas said it.
+_SAME_CAUSE_AS_PTXAS = {"missing-version": re.compile(r"Missing \.version directive")}
+
+
 def merge(lints: list[Problem], tool_problems: list[Problem], cap: int) -> list[Problem]:
     """ptxas's word wins: a lint on a line where ptxas reported the same token is dropped.
     Exact duplicates (ptxas repeats itself across passes) are merged; the list is capped."""
@@ -59,6 +65,9 @@ def merge(lints: list[Problem], tool_problems: list[Problem], cap: int) -> list[
     tool_errors = [p for p in tool_problems if p.severity is Severity.ERROR]
 
     def said_by_ptxas(q: Problem) -> bool:
+        same_cause = _SAME_CAUSE_AS_PTXAS.get(q.code or "")
+        if same_cause and any(same_cause.search(t.message) for t in tool_errors):
+            return True
         for t in tool_errors:
             if t.line != q.line:
                 continue

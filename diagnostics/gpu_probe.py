@@ -22,7 +22,7 @@ except Exception as e:
 try:
     (err,) = cu.cuInit(0)
 except Exception as e:
-    print(json.dumps({"error": f"libcuda could not be loaded: {e}"})); raise SystemExit
+    print(json.dumps({"error": f"{type(e).__name__}: {e}"})); raise SystemExit
 if err != cu.CUresult.CUDA_SUCCESS:
     _, name = cu.cuGetErrorName(err)
     print(json.dumps({"error": f"cuInit failed: {name.decode() if isinstance(name, bytes) else name}"})); raise SystemExit
@@ -80,6 +80,19 @@ def max_isa_for_driver(driver_version: int) -> tuple[int, int] | None:
     return None
 
 
+def no_gpu_reason(error: str) -> str:
+    """Why there is no GPU, worded one way wherever it is shown (doctor, demo, ``ptxls test``,
+    the GPU-test hover, the status bar, test skip reasons): the probe here and the GPU-test
+    worker both pass their raw error (``"TypeName: message"``) through this."""
+    if "driver library" in error or "libcuda" in error or "DynamicLibNotFound" in error:
+        return "the NVIDIA driver library (libcuda.so) is not installed on this machine"
+    if "CUDA_ERROR_NO_DEVICE" in error:
+        return "the NVIDIA driver is installed but sees no CUDA device (CUDA_ERROR_NO_DEVICE)"
+    if error.startswith(("ImportError", "ModuleNotFoundError")) or "not importable" in error:
+        return f"cuda-python is not importable: {error.split(': ', 1)[-1]}"
+    return error
+
+
 @functools.lru_cache(maxsize=1)
 def probe_gpu(timeout: float = 30.0) -> GpuInfo:
     from .process import run_capped  # its whole process group is killed on timeout
@@ -98,10 +111,12 @@ def probe_gpu(timeout: float = 30.0) -> GpuInfo:
             False, f"the GPU probe failed: {tail[-1] if tail else f'exit {proc.returncode}'}"
         )
     if "error" in data:
-        return GpuInfo(False, data["error"])
+        return GpuInfo(False, no_gpu_reason(data["error"]))
     if not data.get("devices"):
         return GpuInfo(
-            False, "the driver reports no CUDA device", driver_version=data.get("driver_version", 0)
+            False,
+            no_gpu_reason("CUDA_ERROR_NO_DEVICE"),
+            driver_version=data.get("driver_version", 0),
         )
     dev = data["devices"][0]
     return GpuInfo(True, "", dev["name"], dev["sm"], data["driver_version"], dev["memory"])

@@ -162,14 +162,11 @@ def module_globals(ptx: str) -> list[str]:
 
 
 def no_device_reason(e: BaseException) -> str:
-    text = str(e)
-    if "driver library" in text or "libcuda" in text or "DynamicLibNotFound" in type(e).__name__:
-        return "the NVIDIA driver library (libcuda.so) is not installed on this machine"
-    if isinstance(e, ImportError):
-        return f"cuda-python is not importable: {e}"
-    if "CUDA_ERROR_NO_DEVICE" in text:
-        return "the NVIDIA driver is installed but sees no CUDA device (CUDA_ERROR_NO_DEVICE)"
-    return f"{type(e).__name__}: {text}"
+    # One wording of "no GPU" everywhere: the same function the GPU probe uses.
+    from ptxls.diagnostics.gpu_probe import no_gpu_reason
+
+    kind = "ImportError" if isinstance(e, ImportError) else type(e).__name__
+    return no_gpu_reason(f"{kind}: {e}")
 
 
 def main() -> int:

@@ -66,16 +66,10 @@ def test_passing_and_untestable_reports():
 
 
 def _has_gpu() -> tuple[bool, str]:
-    try:
-        from cuda.bindings import driver
+    from ptxls.diagnostics.gpu_probe import probe_gpu
 
-        (err,) = driver.cuInit(0)
-        if err != driver.CUresult.CUDA_SUCCESS:
-            return False, f"cuInit: {err}"
-        err, count = driver.cuDeviceGetCount()
-        return count > 0, f"{count} devices"
-    except Exception as e:  # noqa: BLE001 - no driver library at all
-        return False, f"{type(e).__name__}: {e}"
+    gpu = probe_gpu()  # the reason worded as everywhere else
+    return gpu.available, gpu.reason or gpu.name
 
 
 @pytest.mark.gpu
@@ -83,7 +77,7 @@ def _has_gpu() -> tuple[bool, str]:
 async def test_cuda_to_ptx_lowering_ends_gpu_verified(first, tmp_path):
     has, why = _has_gpu()
     if not has:
-        pytest.skip(f"no CUDA device: {why}")
+        pytest.skip(f"no CUDA device ({why})")
     pytest.importorskip("openai")
     from ptxls.gputest.supervisor import Supervisor
     from ptxls.lowering.service import LowerJob, lower_llm
