@@ -84,3 +84,50 @@ async def test_show_ptx_answers_a_client_without_show_document(
     )
     assert result["ok"] and result["uri"].endswith("/.ptxls/show/scale.show.ptx")
     assert plain_client.shown_documents == []
+
+
+async def test_show_ptx_replaces_a_shipped_symlink_never_writes_through_it(
+    plain_client: LanguageClient, tmp_path, tmp_path_factory
+):
+    # a cloned repo ships .ptxls/show/scale.show.ptx as a link to a file outside it
+    victim = tmp_path_factory.mktemp("outside") / "victim.txt"
+    victim.write_text("precious\n")
+    show = tmp_path / ".ptxls" / "show"
+    show.mkdir(parents=True)
+    (show / "scale.show.ptx").symlink_to(victim)
+    src = tmp_path / "two.cu"
+    src.write_text(SOURCE)
+    result = await plain_client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="ptxls.showPtx", arguments=[src.as_uri(), "scale"])
+    )
+    assert result["ok"], result
+    assert victim.read_text() == "precious\n"
+    view = show / "scale.show.ptx"
+    assert not view.is_symlink() and view.read_text() == result["ptx"]
+
+
+async def test_show_ptx_folder_symlinked_out_of_the_workspace_is_refused(
+    plain_client: LanguageClient, tmp_path, tmp_path_factory
+):
+    outside = tmp_path_factory.mktemp("outside")
+    (tmp_path / ".ptxls").symlink_to(outside, target_is_directory=True)
+    src = tmp_path / "two.cu"
+    src.write_text(SOURCE)
+    result = await plain_client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="ptxls.showPtx", arguments=[src.as_uri(), "scale"])
+    )
+    assert result["ok"] and "not written" in result["summary"] and "outside" in result["summary"]
+    assert "uri" not in result and list(outside.rglob("*")) == []
+
+
+async def test_show_ptx_of_a_source_outside_the_workspace_writes_nothing(
+    plain_client: LanguageClient, tmp_path_factory
+):
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    src = elsewhere / "two.cu"
+    src.write_text(SOURCE)
+    result = await plain_client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="ptxls.showPtx", arguments=[src.as_uri(), "scale"])
+    )
+    assert result["ok"] and result.get("untitled") and ".entry" in result["ptx"]
+    assert not (elsewhere / ".ptxls").exists()
