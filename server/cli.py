@@ -10,13 +10,16 @@ import argparse
 import asyncio
 import importlib
 import logging
+import os
 import sys
 from pathlib import Path
+
+from .output_format import add_format_argument, chosen_format
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_CANNOT_RUN = 0, 1, 2
 
 # Subcommands contributed by other rooms' glue; each module has add_parser(sub) and run(args).
-_OPTIONAL_COMMANDS = ["ptxls.server.cli_test", "ptxls.server.cli_lower"]
+_OPTIONAL_COMMANDS = ["ptxls.server.cli_test", "ptxls.server.cli_lower", "ptxls.server.cli_bench"]
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -37,19 +40,55 @@ def _serve(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     from .check_command import run_check
 
-    return asyncio.run(run_check(args.files, arch=args.arch, ptxas=args.ptxas, nvcc=args.nvcc))
+    return asyncio.run(
+        run_check(
+            args.files, arch=args.arch, ptxas=args.ptxas, nvcc=args.nvcc, timeout=args.timeout
+        )
+    )
 
 
 def _usage(args: argparse.Namespace) -> int:
     from .check_command import run_usage
 
-    return asyncio.run(run_usage(args.file, arch=args.arch, ptxas=args.ptxas, block=args.block))
+    return asyncio.run(
+        run_usage(
+            args.file,
+            arch=args.arch,
+            ptxas=args.ptxas,
+            block=args.block,
+            fmt=chosen_format(args),
+            timeout=args.timeout,
+        )
+    )
 
 
 def _doctor(args: argparse.Namespace) -> int:
     from .doctor import run_doctor
 
-    return run_doctor(ptxas=args.ptxas, as_json=args.json)
+    return run_doctor(ptxas=args.ptxas, fmt=chosen_format(args))
+
+
+def version() -> str:
+    """The installed distribution's version (the wheel's metadata), else the source tree's."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("ptxls")
+    except PackageNotFoundError:
+        from .app import SERVER_VERSION
+
+        return SERVER_VERSION
+
+
+def _timeout(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds: {text}")
+    return seconds
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -62,6 +101,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     parser = argparse.ArgumentParser(
         prog="ptxls", description="PTX language server and toolbox: check, test, lower, bench."
     )
+    parser.add_argument("--version", action="version", version=f"ptxls {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     runners = {}
 
@@ -86,6 +126,13 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
         help="path of the ptxas to use (default: PTXLS_PTXAS, PATH, the nvidia-cuda-nvcc wheel)",
     )
     p.add_argument("--nvcc", help="path of the nvcc to use for .cu files")
+    p.add_argument(
+        "--timeout",
+        type=_timeout,
+        default=60.0,
+        metavar="SECONDS",
+        help="stop a ptxas/nvcc run after this long and exit 2 (default: 60)",
+    )
     runners["check"] = _check
 
     p = sub.add_parser(
@@ -99,13 +146,21 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
         type=int,
         help="threads per block for the occupancy (default: .reqntid/.maxntid, else 256)",
     )
+    p.add_argument(
+        "--timeout",
+        type=_timeout,
+        default=60.0,
+        metavar="SECONDS",
+        help="stop ptxas after this long and exit 2 (default: 60)",
+    )
+    add_format_argument(p, json_alias=False)
     runners["usage"] = _usage
 
     p = sub.add_parser(
         "doctor", help="what ptxls found: ptxas, nvcc/NVRTC, driver, GPU, LLM settings"
     )
     p.add_argument("--ptxas", help="path of the ptxas to report on")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_format_argument(p)
     runners["doctor"] = _doctor
 
     p = sub.add_parser("demo", help="the main job on the shipped examples/")
@@ -150,6 +205,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("ptxls: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`ptxls doctor | head`): stop quietly, as Unix tools do; the
+        # redirect keeps the interpreter's final flush from raising again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     finally:
         sys.stdout, sys.stderr = out, err
 

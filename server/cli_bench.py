@@ -1,0 +1,135 @@
+"""``ptxls bench``: the library's kernels (all, or the ones named) — or any ``FILE.ptx`` with
+``--ref REF.cu`` / ``--spec SPEC.json`` — at their benchmark sizes, through the GPU test
+harness: each timed launch verified and started from the verified launch's state, against the
+nvcc -O3 build of the CUDA reference and PyTorch where torch is importable.
+
+    ptxls bench                              # every kernel in fewshot/kernels/
+    ptxls bench softmax_rows layernorm_rows --json
+    ptxls bench my.ptx --ref my.cu --sizes 1<<26
+    ptxls bench --out bench/results/library-h200.md
+
+Exit 0 when every kernel passed, 1 when one failed or was flagged, 2 when it could not run (no
+such kernel or file), 3 when there is no CUDA device (the reason is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_RUN, EXIT_NO_GPU = 0, 1, 2, 3
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "bench",
+        help="time library kernels (or FILE --ref REF) vs nvcc -O3 and PyTorch, verified",
+    )
+    p.add_argument(
+        "targets",
+        nargs="*",
+        metavar="KERNEL|FILE.ptx",
+        help="library kernel names or .ptx files (default: the whole library)",
+    )
+    p.add_argument("--kernel", help="in a FILE, bench only this .entry")
+    p.add_argument("--ref", metavar="REF.cu", help="CUDA reference for a FILE (nvcc -O3 baseline)")
+    p.add_argument("--spec", metavar="SPEC.json", help="spec file for a FILE")
+    p.add_argument(
+        "--sizes", nargs="+", metavar="N", help="sizes instead of the spec's bench sizes"
+    )
+    p.add_argument("--arch", help="sm_XX to assemble for (default: the GPU's)")
+    p.add_argument("--json", action="store_true", help="print rows and machine facts as JSON")
+    p.add_argument("--out", metavar="FILE", help="also write the table (.md) or JSON (.json)")
+
+
+def _targets(args) -> list[tuple[str, str | None]] | str:
+    """(ptx path, kernel or None) per target, or the message for the first bad one."""
+    from ptxls.gputest.bench import library_kernels
+
+    lib = library_kernels()
+    if not args.targets:
+        return [(str(p), name) for name, p in lib.items()]
+    found = []
+    for t in args.targets:
+        if t in lib:
+            found.append((str(lib[t]), t))
+        elif Path(t).is_file() and t.endswith(".ptx"):
+            found.append((t, args.kernel))
+        else:
+            known = ", ".join(lib) or "none"
+            return f"no library kernel or .ptx file named '{t}' (library kernels: {known})"
+    return found
+
+
+async def _bench(args, targets, sizes):
+    from ptxls.gputest.api import gpu_available
+    from ptxls.gputest.bench import bench_file
+    from ptxls.gputest.supervisor import shared_supervisor
+
+    def progress(msg: str) -> None:
+        if not args.json:
+            print(f"  … {msg}", file=sys.stderr)
+
+    try:
+        ok, why = await gpu_available()
+        if not ok:
+            return None, why
+        rows = []
+        for path, kernel in targets:
+            progress(f"{kernel or path}")
+            rows += await bench_file(
+                path, kernel, ref=args.ref, spec_path=args.spec, sizes=sizes, arch=args.arch,
+                on_progress=progress,
+            )  # fmt: skip
+        return rows, ""
+    finally:
+        await shared_supervisor().close()
+
+
+def run(args: argparse.Namespace) -> int:
+    from ptxls.gputest.bench import format_bench, geomean, machine_facts
+
+    from .cli_test import _sizes
+
+    for f, what in ((args.ref, "reference"), (args.spec, "spec")):
+        if f and not Path(f).is_file():
+            print(f"ptxls bench: no such {what} file: {f}", file=sys.stderr)
+            return EXIT_CANNOT_RUN
+    targets = _targets(args)
+    if isinstance(targets, str):
+        print(f"ptxls bench: {targets}", file=sys.stderr)
+        return EXIT_CANNOT_RUN
+    if not targets:
+        print("ptxls bench: the library has no kernels", file=sys.stderr)
+        return EXIT_CANNOT_RUN
+    try:
+        sizes = _sizes(args.sizes)
+    except ValueError as e:
+        print(f"ptxls bench: {e}", file=sys.stderr)
+        return EXIT_CANNOT_RUN
+    rows, why = asyncio.run(_bench(args, targets, sizes))
+    if rows is None:
+        print(f"ptxls bench: no GPU to benchmark on: {why}", file=sys.stderr)
+        return EXIT_NO_GPU
+    facts = machine_facts(next((r.device for r in rows if r.device), None))
+    if args.json:
+        text = json.dumps(
+            {"machine": facts, "geomean_vs_nvcc": geomean([r.vs_nvcc for r in rows]),
+             "rows": [r.to_dict() for r in rows]}, indent=2, default=str)  # fmt: skip
+    else:
+        text = format_bench(rows, facts)
+    print(text)
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if out.suffix == ".json" and not args.json:
+            out.write_text(json.dumps({"machine": facts, "rows": [r.to_dict() for r in rows]},
+                                      indent=2, default=str) + "\n")  # fmt: skip
+        else:
+            out.write_text(text + "\n")
+    if any(r.status == "no-gpu" for r in rows):
+        return EXIT_NO_GPU
+    return EXIT_PASS if all(r.status == "pass" and not r.flags for r in rows) else EXIT_FAIL
