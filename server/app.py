@@ -30,6 +30,8 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
+from ptxls.diagnostics.toolchain import set_probe_timeout
+
 from .settings import Settings, settings_from_dict
 from .store import DiagnosticStore
 from .uris import find_document
@@ -142,6 +144,8 @@ class PtxlsServer(LanguageServer):
             raw = self.restrict_untrusted(raw)
         settings, problems = settings_from_dict(raw if isinstance(raw, dict) else None)
         self.settings = settings
+        # A tool that hangs on --version is killed after this (probes run in worker threads).
+        set_probe_timeout(settings.ptxas_timeout_seconds)
         for p in problems:
             self.tell_once("setting:" + p, p)
         for listener in self.settings_listeners:

@@ -33,6 +33,8 @@ class RawServer:
             cwd=cwd or str(ROOT),
         )
         self.replies: queue.Queue = queue.Queue()
+        self.diagnostics: dict[str, list] = {}  # the latest publishDiagnostics per uri
+        self.log: list[str] = []  # window/logMessage and window/showMessage texts
         self.stderr: list[bytes] = []
         self.next_id = 1000
         threading.Thread(target=self._read, daemon=True).start()
@@ -51,7 +53,14 @@ class RawServer:
                     length = int(line.split(b":")[1])
                 elif line in (b"\r\n", b"\n") and length is not None:
                     break
-            self.replies.put(json.loads(out.read(length)))
+            msg = json.loads(out.read(length))
+            method = msg.get("method") if isinstance(msg, dict) else None
+            if method == "textDocument/publishDiagnostics":
+                p = msg["params"]
+                self.diagnostics[p["uri"]] = p["diagnostics"]
+            elif method in ("window/logMessage", "window/showMessage"):
+                self.log.append(msg["params"]["message"])
+            self.replies.put(msg)
 
     def _read_err(self) -> None:
         for line in self.proc.stderr:
@@ -97,6 +106,12 @@ class RawServer:
                 continue
             if msg.get("id") == msg_id:
                 return msg
+
+    def latest_diagnostics(self, uri: str) -> list | None:
+        return self.diagnostics.get(uri)
+
+    def messages(self) -> list[str]:
+        return list(self.log)
 
     def initialize(self, root: str | None = None, options: dict | None = None) -> dict:
         root_uri = Path(root or ROOT).as_uri()
