@@ -34,6 +34,7 @@ class Step:
     error_body: dict | None = None  # the whole JSON error body (status != 200)
     echo_key: bool = False  # put the request's bearer token into the error message, as some do
     stall: float = 0.0  # streaming: stop sending for this long after the first chunk
+    chunk_delay: float = 0.0  # streaming: pause between chunks (a slow but steady model)
 
 
 def reply(content: str, **kw) -> Step:
@@ -321,6 +322,8 @@ def _make_handler(owner: ScriptedLLM):
                     return
                 text = step.content
                 for i in range(0, len(text), max(step.chunk_size, 1)):
+                    if step.chunk_delay and i and owner.wait_closing(step.chunk_delay):
+                        return
                     event({"content": text[i : i + step.chunk_size]}, None)
                 event({}, step.finish_reason)
                 self.wfile.write(b"data: [DONE]\n\n")
