@@ -140,6 +140,7 @@ async def check_cuda(
                 Severity.ERROR,
                 f"nvcc did not finish within {timeout:g} s and was stopped",
                 "nvcc",
+                code="tool-timeout",  # the CLI exits 2 ("cannot run") on it
             )
         ]
         return result

@@ -181,6 +181,7 @@ async def check_ptx(
                 Severity.ERROR,
                 f"ptxas did not finish within {opts.timeout:g} s and was stopped",
                 "ptxas",
+                code="tool-timeout",  # the CLI exits 2 ("cannot run") on it
             )
         )
     elif run.crashed:

@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import sys
 from pathlib import Path
 
 from ptxls.diagnostics.arch import choose_arch
 from ptxls.diagnostics.cuda_check import check_cuda
-from ptxls.diagnostics.engine import PtxasUnavailable, PtxCheckOptions, check_ptx
+from ptxls.diagnostics.engine import PtxasUnavailable, PtxCheckOptions, check_ptx, split_lines
 from ptxls.diagnostics.model import CheckResult, Severity
 from ptxls.diagnostics.text_guard import binary_problem, decode_bytes
 
+from .output_format import markdown_to_text
+
 EXIT_OK, EXIT_PROBLEMS, EXIT_CANNOT_RUN = 0, 1, 2
+DEFAULT_TIMEOUT_S = 60.0  # a ptxas or nvcc run longer than this is stopped (--timeout)
 
 
 async def check_file(
-    path: Path, *, arch: str | None, ptxas: str | None, nvcc: str | None
+    path: Path,
+    *,
+    arch: str | None,
+    ptxas: str | None,
+    nvcc: str | None,
+    timeout: float = DEFAULT_TIMEOUT_S,
 ) -> CheckResult:
     """Raises OSError (unreadable file) and PtxasUnavailable (no ptxas)."""
     text = decode_bytes(path.read_bytes())
@@ -24,20 +34,49 @@ async def check_file(
         return CheckResult(problems=[bad], ran_tool=False)
     if path.suffix in (".cu", ".cuh"):
         return await check_cuda(
-            text, file_path=str(path), arch=choose_arch(arch, None), nvcc_path=nvcc
+            text,
+            file_path=str(path),
+            arch=choose_arch(arch, None),
+            nvcc_path=nvcc,
+            timeout=timeout,
         )
-    return await check_ptx(text, PtxCheckOptions(arch=arch, ptxas_path=ptxas, file_name=path.name))
+    opts = PtxCheckOptions(arch=arch, ptxas_path=ptxas, file_name=path.name, timeout=timeout)
+    return await check_ptx(text, opts)
+
+
+# ptxas's words when --arch is older than the file's .target
+_TARGET_ABOVE_ARCH = "SM version specified by .target is higher"
+
+
+def arch_below_target(file: str, arch: str, target: str | None) -> str:
+    """What to do when ptxas refuses a file's .target for an older --arch."""
+    target = target or "its .target"
+    return (
+        f"{file} has .target {target}, which ptxas will not assemble for the older --arch {arch}. "
+        f"Leave out --arch to use the file's .target, or give --arch {target} or newer; "
+        f"for numbers on {arch}, change the file's .target to {arch}."
+    )
 
 
 async def run_check(
-    files: list[str], *, arch: str | None, ptxas: str | None, nvcc: str | None, out=None
+    files: list[str],
+    *,
+    arch: str | None,
+    ptxas: str | None,
+    nvcc: str | None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    out=None,
 ) -> int:
+    """Exit 0 clean, 1 errors in a file, 2 could not check (unreadable file, no ptxas, a tool
+    that ran past --timeout, an --arch the file's .target rules out)."""
+    from ptxls.diagnostics.ptx_parse import scan_header
+
     out = out or sys.stdout
     worst = EXIT_OK
     for name in files:
         path = Path(name)
         try:
-            result = await check_file(path, arch=arch, ptxas=ptxas, nvcc=nvcc)
+            result = await check_file(path, arch=arch, ptxas=ptxas, nvcc=nvcc, timeout=timeout)
         except OSError as e:
             print(f"ptxls: cannot read {name}: {e.strerror or e}", file=sys.stderr)
             return EXIT_CANNOT_RUN
@@ -46,18 +85,40 @@ async def run_check(
             return EXIT_CANNOT_RUN
         for note in result.notes:
             print(f"ptxls: {note}", file=sys.stderr)
+        cannot_run = False
         for p in result.problems:
+            if p.code == "tool-timeout":
+                cannot_run = True
+                print(f"ptxls: {name}: {p.message}; allow more with --timeout", file=sys.stderr)
+                continue
+            if arch and _TARGET_ABOVE_ARCH in p.message:
+                cannot_run = True
+                _, target = scan_header(decode_bytes(path.read_bytes()))
+                print(f"ptxls: {arch_below_target(name, arch, target)}", file=sys.stderr)
+                continue
             print(p.compiler_style(name), file=out)
-        if any(p.severity is Severity.ERROR for p in result.problems):
+        if cannot_run:
+            worst = EXIT_CANNOT_RUN
+        elif worst == EXIT_OK and any(p.severity is Severity.ERROR for p in result.problems):
             worst = EXIT_PROBLEMS
     return worst
 
 
 async def run_usage(
-    file: str, *, arch: str | None, ptxas: str | None, block: int | None, out=None
+    file: str,
+    *,
+    arch: str | None,
+    ptxas: str | None,
+    block: int | None,
+    fmt: str = "text",
+    timeout: float = DEFAULT_TIMEOUT_S,
+    out=None,
 ) -> int:
-    """``ptxls usage``: what ptxas -v says per function, and the occupancy it implies."""
+    """``ptxls usage``: what ptxas -v says per function, and the occupancy it implies.
+    Exit 0, 1 when ptxas finds errors in the file (printed like ``ptxls check``), 2 when it
+    cannot run (no ptxas, unreadable file, --timeout, an --arch the .target rules out)."""
     from ptxls.diagnostics.ptx_parse import scan_header
+    from ptxls.diagnostics.ptxas_output import parse_ptxas_output, place_messages
     from ptxls.diagnostics.resources import format_usage_markdown, usage_report
     from ptxls.diagnostics.toolchain import ToolNotFound
 
@@ -69,13 +130,38 @@ async def run_usage(
         return EXIT_CANNOT_RUN
     _, target = scan_header(text)
     try:
-        report = await usage_report(text, choose_arch(arch, target), ptxas)
+        report = await usage_report(text, choose_arch(arch, target), ptxas, timeout=timeout)
     except (ToolNotFound, OSError) as e:
         print(f"ptxls: {e}", file=sys.stderr)
         return EXIT_CANNOT_RUN
     if report.error:
-        print(f"ptxls: ptxas rejected {file} ({report.tool}):\n{report.error}", file=sys.stderr)
+        if arch and _TARGET_ABOVE_ARCH in report.error:
+            print(f"ptxls: {arch_below_target(file, arch, target)}", file=sys.stderr)
+            return EXIT_CANNOT_RUN
+        if "did not finish within" in report.error:
+            print(f"ptxls: {file}: {report.error}; allow more with --timeout", file=sys.stderr)
+            return EXIT_CANNOT_RUN
+        problems = place_messages(parse_ptxas_output(report.error), split_lines(text))
+        for p in problems:
+            print(p.compiler_style(file), file=out)
+        if not problems:
+            print(f"ptxls: ptxas ({report.tool}) refused {file}: {report.error}", file=sys.stderr)
+        print(f"ptxls: no usage for {file}: ptxas found errors in it", file=sys.stderr)
         return EXIT_PROBLEMS
-    print(f"{file}: {report.tool}, -arch={report.arch}\n", file=out)
-    print(format_usage_markdown(report.entries, block_size=block), file=out)
+    if fmt == "json":
+        entries = []
+        for u in report.entries:
+            occ = u.occupancy(block) if u.is_entry else None
+            entries.append(
+                {**dataclasses.asdict(u), "occupancy": dataclasses.asdict(occ) if occ else None}
+            )
+        doc = {"file": file, "ptxas": report.tool, "arch": report.arch, "functions": entries}
+        print(json.dumps(doc, indent=2), file=out)
+        return EXIT_OK
+    body = format_usage_markdown(report.entries, block_size=block)
+    if fmt == "markdown":
+        print(f"`{file}`: {report.tool}, -arch={report.arch}\n\n{body}", file=out)
+    else:
+        print(f"{file}: {report.tool}, -arch={report.arch}\n", file=out)
+        print(markdown_to_text(body), file=out)
     return EXIT_OK

@@ -17,6 +17,8 @@ import json
 import sys
 from pathlib import Path
 
+from .output_format import chosen_format, markdown_to_text
+
 EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_RUN, EXIT_NO_GPU = 0, 1, 2, 3
 
 
@@ -49,7 +51,9 @@ def add_parser(subparsers) -> None:
         metavar="SPEC.json",
         help="test spec file (the library's spec.json format; default: spec.json beside a .ptx)",
     )
-    p.add_argument("--json", action="store_true", help="print the reports as JSON")
+    from .output_format import add_format_argument
+
+    add_format_argument(p)  # --format {text,markdown,json}; --json = --format json
     p.add_argument(
         "--trust",
         action="store_true",
@@ -80,7 +84,7 @@ async def _run(args: argparse.Namespace, sizes: list[int] | None):
     from ptxls.gputest.supervisor import shared_supervisor
 
     def progress(msg: str) -> None:
-        if not args.json:
+        if chosen_format(args) == "text":
             print(f"  … {msg}", file=sys.stderr)
 
     try:
@@ -117,10 +121,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"ptxls test: {e}", file=sys.stderr)
         return EXIT_CANNOT_RUN
     reports = asyncio.run(_run(args, sizes))
-    if args.json:
+    fmt = chosen_format(args)
+    if fmt == "json":
         print(json.dumps([r.to_dict() for r in reports], indent=2, default=str))
-    else:
+    elif fmt == "markdown":
         print("\n\n".join(format_table(r) for r in reports))
+    else:
+        print("\n\n".join(markdown_to_text(format_table(r)) for r in reports))
     if any(r.status == "no-gpu" for r in reports):
         return EXIT_NO_GPU
     return EXIT_PASS if all(r.passed for r in reports) else EXIT_FAIL

@@ -70,42 +70,73 @@ def gather(ptxas: str | None = None) -> dict:
     return info
 
 
-def run_doctor(ptxas: str | None = None, as_json: bool = False, out=None) -> int:
-    out = out or sys.stdout
-    info = gather(ptxas)
-    if as_json:
-        print(json.dumps(info, indent=2), file=out)
-        return 0
+def _rows(info: dict) -> list[tuple[str, str]]:
+    """(what, what was found) in the order a person checks them."""
+    rows: list[tuple[str, str]] = []
     p = info["ptxas"]
-    w = lambda k, v: print(f"  {k:<16} {v}", file=out)  # noqa: E731
-    print("ptxls doctor", file=out)
     if "error" in p:
-        w("ptxas", "NOT FOUND: " + p["error"])
+        rows.append(("ptxas", "NOT FOUND: " + p["error"]))
     else:
-        w("ptxas", f"{p['version']} at {p['path']} ({p['origin']}), PTX ISA <= {p['max_ptx_isa']}")
+        rows.append(
+            (
+                "ptxas",
+                f"{p['version']} at {p['path']} ({p['origin']}), PTX ISA <= {p['max_ptx_isa']}",
+            )
+        )
     for c in info["ptxas_candidates"][1:]:
-        w(
-            "  also",
-            f"{c['version']} at {c['path']} ({c['origin']}), PTX ISA <= {c['max_ptx_isa']}"
-            " (used for files whose .version the first cannot take)",
+        rows.append(
+            (
+                "  also",
+                f"{c['version']} at {c['path']} ({c['origin']}), PTX ISA <= {c['max_ptx_isa']}"
+                " (used for files whose .version the first cannot take)",
+            )
         )
     n = info["nvcc"]
-    w("nvcc", n.get("error") or f"{n['version']} at {n['path']} ({n['origin']})")
-    w("NVRTC", info["nvrtc"])
+    rows.append(("nvcc", n.get("error") or f"{n['version']} at {n['path']} ({n['origin']})"))
+    rows.append(("NVRTC", info["nvrtc"]))
     g = info["gpu"]
     if g["available"]:
-        w("GPU", f"{g['name']} ({g['arch']})")
-        w(
-            "CUDA driver",
-            f"{g['driver_cuda']}; its JIT takes PTX ISA <= {g['driver_max_ptx_isa']} "
-            "(GPU tests load cubins assembled by ptxas, so newer .version still runs)",
+        rows.append(("GPU", f"{g['name']} ({g['arch']})"))
+        rows.append(
+            (
+                "CUDA driver",
+                f"{g['driver_cuda']}; its JIT takes PTX ISA <= {g['driver_max_ptx_isa']} "
+                "(GPU tests load cubins assembled by ptxas, so newer .version still runs)",
+            )
         )
     else:
-        w("GPU", f"no CUDA device ({g['reason']})")
-        w("", "diagnostics and nvcc lowering work without one; GPU tests need a CUDA device")
-    w("default -arch", f"{info['default_arch']} (setting > file's .target > local GPU > sm_90)")
+        rows.append(("GPU", f"no CUDA device ({g['reason']})"))
+        rows.append(
+            ("", "diagnostics and nvcc lowering work without one; GPU tests need a CUDA device")
+        )
+    rows.append(
+        ("default -arch", f"{info['default_arch']} (setting > file's .target > local GPU > sm_90)")
+    )
     llm = info["llm"]
-    w("LLM endpoint", llm["base_url"])
-    w("LLM model", llm["model"])
-    w("LLM API key", llm["api_key"])
-    return 0 if "error" not in p else 2
+    rows += [
+        ("LLM endpoint", llm["base_url"]),
+        ("LLM model", llm["model"]),
+        ("LLM API key", llm["api_key"]),
+    ]
+    return rows
+
+
+def run_doctor(ptxas: str | None = None, fmt: str = "text", out=None) -> int:
+    """Exit 0, or 2 when there is no ptxas (nothing can be checked)."""
+    out = out or sys.stdout
+    info = gather(ptxas)
+    code = 0 if "error" not in info["ptxas"] else 2
+    if fmt == "json":
+        print(json.dumps(info, indent=2), file=out)
+        return code
+    rows = _rows(info)
+    if fmt == "markdown":
+        print("**ptxls doctor**\n\n| | |\n|---|---|", file=out)
+        for key, value in rows:
+            cell = value.replace("|", r"\|")
+            print(f"| {key.strip()} | {cell} |", file=out)
+        return code
+    print("ptxls doctor", file=out)
+    for key, value in rows:
+        print(f"  {key:<16} {value}", file=out)
+    return code

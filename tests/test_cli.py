@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -91,9 +92,12 @@ def test_check_arch_flag_is_passed_to_ptxas(tmp_path):
     f = tmp_path / "v.ptx"
     f.write_text((EXAMPLES / "vec_add.ptx").read_text().replace(".target sm_90", ".target sm_90a"))
     assert ptxls("check", str(f)).returncode == 0  # the file's .target picks -arch=sm_90a
-    # ptxas refuses sm_90a PTX for an older GPU, which shows --arch reached it
+    # ptxas refuses sm_90a PTX for an older GPU, which shows --arch reached it; the person is
+    # told what to do instead of ptxas's words, and it is "cannot run" (2), not "errors" (1)
     r = ptxls("check", "--arch", "sm_80", str(f))
-    assert r.returncode == 1 and "SM version specified by .target is higher" in r.stdout
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "Leave out --arch" in r.stderr and "--arch sm_90a or newer" in r.stderr
+    assert "SM version specified" not in r.stdout + r.stderr
 
 
 @pytest.mark.parametrize("flag", [[], ["--json"]])
@@ -119,6 +123,106 @@ def test_usage_prints_registers_and_occupancy():
     assert "registers: 12 per thread" in r.stdout and "occupancy at 128 threads/block" in r.stdout
 
 
-def test_usage_of_broken_ptx_says_why():
-    r = ptxls("usage", str(EXAMPLES / "broken.ptx"))
-    assert r.returncode == 1 and "Unknown symbol '%r6'" in r.stderr
+def test_usage_of_broken_ptx_prints_the_errors_like_check():
+    path = str(EXAMPLES / "broken.ptx")
+    r = ptxls("usage", path)
+    assert r.returncode == 1
+    assert f"{path}:28:21: error: Unknown symbol '%r6'" in r.stdout.splitlines()
+    assert "ptxas fatal" not in r.stdout + r.stderr
+
+
+def test_version():
+    from importlib.metadata import version
+
+    r = ptxls("--version")
+    assert r.returncode == 0 and r.stderr == ""
+    assert r.stdout == f"ptxls {version('ptxls')}\n"
+
+
+def test_usage_is_plain_text_in_a_terminal_and_markdown_or_json_on_request():
+    path = str(EXAMPLES / "vec_add.ptx")
+    text = ptxls("usage", path)
+    assert text.returncode == 0 and text.stderr == ""
+    assert "kernel vec_add" in text.stdout and "**" not in text.stdout and "`" not in text.stdout
+    markdown = ptxls("usage", path, "--format", "markdown")
+    assert "**kernel `vec_add`**" in markdown.stdout
+    data = json.loads(ptxls("usage", path, "--format", "json", "--block", "128").stdout)
+    [kernel] = data["functions"]
+    assert kernel["name"] == "vec_add" and kernel["occupancy"]["block_size"] == 128
+    # the same numbers in every format
+    assert f"registers: {kernel['registers']} per thread" in text.stdout
+
+
+def test_usage_arch_older_than_target_says_what_to_do():
+    r = ptxls("usage", "--arch", "sm_80", str(EXAMPLES / "vec_add.ptx"))  # .target sm_90
+    assert r.returncode == 2 and r.stdout == ""
+    assert "has .target sm_90" in r.stderr and "Leave out --arch" in r.stderr
+    assert "ptxas" not in r.stderr.split("ptxas will not")[1]  # no raw ptxas text after it
+
+
+def test_check_timeout_is_cannot_run(tmp_path):
+    r = ptxls("check", "--timeout", "0.001", str(EXAMPLES / "vec_add.ptx"))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "did not finish within 0.001 s" in r.stderr and "--timeout" in r.stderr
+    assert ptxls("check", "--timeout", "0", str(EXAMPLES / "vec_add.ptx")).returncode == 2
+    assert ptxls("check", "--timeout", "120", str(EXAMPLES / "vec_add.ptx")).returncode == 0
+
+
+def test_missing_version_is_said_once(tmp_path):
+    f = tmp_path / "notes.ptx"
+    f.write_text("hello world\n")
+    r = ptxls("check", str(f))
+    assert r.returncode == 1
+    about_version = [line for line in r.stdout.splitlines() if ".version" in line]
+    assert len(about_version) == 1, r.stdout
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "json"])
+def test_doctor_formats(fmt):
+    r = ptxls("doctor", "--format", fmt)
+    assert r.returncode == 0 and r.stderr == ""
+    if fmt == "json":
+        assert "ptxas" in json.loads(r.stdout)
+    elif fmt == "markdown":
+        assert r.stdout.startswith("**ptxls doctor**") and "| ptxas |" in r.stdout
+    else:
+        assert r.stdout.startswith("ptxls doctor\n") and "|" not in r.stdout
+
+
+def test_no_gpu_reason_is_worded_one_way():
+    """doctor (the GPU probe) and ptxls test (the GPU worker) give the same reason, and the
+    library's exception name never shows."""
+    doctor = json.loads(ptxls("doctor", "--json").stdout)["gpu"]
+    if doctor["available"]:
+        pytest.skip("a GPU is present here")
+    test = ptxls("test", str(EXAMPLES / "vec_add.ptx"), "--format", "json")
+    assert test.returncode == 3
+    [report] = json.loads(test.stdout)
+    assert report["summary"] == f"no CUDA device ({doctor['reason']})"
+    assert "Error" not in doctor["reason"], doctor["reason"]
+
+
+def test_demo_leaves_the_repository_as_it_was():
+    root = EXAMPLES.parent
+    if not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+
+    def status() -> str:
+        return subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=all", "--", "examples"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+        ).stdout
+
+    before = status()
+    r = subprocess.run(
+        [sys.executable, "-m", "ptxls.server", "demo"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert status() == before, "ptxls demo wrote into examples/"
+    assert r.stdout.count("all steps behaved as expected") == 1

@@ -47,7 +47,7 @@ export function describeStatus(status: ServerStatus, file?: FileStatus): [string
   lines.push(
     `ptxas: ${ptxas ?? `not found${ptxasReason ? ` (${ptxasReason})` : ""}`}${file?.ptxasPath ? ` — ${file.ptxasPath}` : ""}`,
     `arch: ${arch || "from the PTX .target"}${file?.archFrom ? ` (from ${ARCH_FROM[file.archFrom] ?? file.archFrom})` : ""}`,
-    `GPU: ${status.gpu ?? `none${status.gpuReason ? ` — ${status.gpuReason}` : ""}`}`,
+    `GPU: ${status.gpu ?? `no CUDA device${status.gpuReason ? ` (${status.gpuReason})` : ""}`}`,
     `LLM: ${status.llmModel ? `${status.llmModel} at ${status.llmHost ?? "the OpenAI API"}` : "none (set ptxls.llm.model and the API key)"}`,
     "",
     "Click to show the ptxls output.",

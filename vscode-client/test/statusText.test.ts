@@ -11,7 +11,7 @@ test("the active PTX file's arch and ptxas replace the server-wide ones", () => 
   assert.match(tooltip, /^k\.ptx \(\.version 8\.0\)/);
   assert.match(tooltip, /arch: sm_80 \(from the file's \.target\)/);
   assert.match(tooltip, /ptxas: 12\.4 \(PATH\) — \/usr\/local\/cuda\/bin\/ptxas/);
-  assert.match(tooltip, /GPU: none — no NVIDIA driver/);
+  assert.match(tooltip, /GPU: no CUDA device \(no NVIDIA driver\)/);
 });
 
 test("without a PTX file: the server's defaults; without a model: no LLM", () => {
