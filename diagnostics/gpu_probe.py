@@ -68,7 +68,7 @@ _CUDA12_ISA = {0: 0, 1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 5, 8: 7, 9: 8}
 
 
 def max_isa_for_driver(driver_version: int) -> tuple[int, int] | None:
-    """Highest PTX ISA the driver's JIT accepts: CUDA 13.x → 9.x (GPU.md: the 13.0 driver takes
+    """Highest PTX ISA the driver's JIT accepts: CUDA 13.x → 9.x (docs/gpu-facts.md: the 13.0 driver takes
     ≤ 9.0 and refuses 9.1), CUDA 12.x → 8.x."""
     major, minor = driver_version // 1000, (driver_version % 1000) // 10
     if major >= 13:

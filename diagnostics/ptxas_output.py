@@ -1,6 +1,6 @@
 """Parse what ptxas prints into messages, and place each on its token.
 
-Two shapes carry a line number, the standalone tool's and the driver JIT's log (GPU.md):
+Two shapes carry a line number, the standalone tool's and the driver JIT's log (docs/gpu-facts.md):
 
     ptxas /tmp/k.ptx, line 7; error   : Unknown symbol '%p1'
     ptxas application ptx input, line 7; error   : Unknown symbol '%p1'

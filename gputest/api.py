@@ -337,7 +337,7 @@ async def _discard(fut: asyncio.Future) -> None:
 
 def isa_notes(version: tuple[int, int] | None, device: dict, load_path: str) -> list[str]:
     """What to tell the person when the PTX's .version is above what the driver's JIT takes
-    (GPU.md: the 13.0 driver refuses 9.1+, while the wheel's ptxas writes and takes 9.5)."""
+    (docs/gpu-facts.md: the 13.0 driver refuses 9.1+, while the wheel's ptxas writes and takes 9.5)."""
     limit = tuple(device.get("max_ptx_isa") or ())
     if not version or len(limit) != 2 or version <= limit:
         return []

@@ -1,6 +1,6 @@
 """The few CUDA driver calls the worker makes, through cuda-python (cuda.bindings.driver), with
 every return code checked. Only the worker process imports this: a kernel that faults leaves the
-context unusable until the process exits (GPU.md), so nothing long-lived may hold one."""
+context unusable until the process exits (docs/gpu-facts.md), so nothing long-lived may hold one."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ try:  # cuda-bindings ≥ 12.6 layout; older releases exposed cuda.cuda
 except ImportError:  # pragma: no cover - depends on the installed cuda-python
     from cuda import cuda as cu  # type: ignore[no-redef]
 
-# Errors after which the context is dead for this process (GPU.md): the worker must be replaced.
+# Errors after which the context is dead for this process (docs/gpu-facts.md): the worker must be replaced.
 STICKY = {
     "CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_LAUNCH_FAILED", "CUDA_ERROR_MISALIGNED_ADDRESS",
     "CUDA_ERROR_ILLEGAL_INSTRUCTION", "CUDA_ERROR_HARDWARE_STACK_ERROR", "CUDA_ERROR_ASSERT",

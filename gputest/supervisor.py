@@ -85,7 +85,7 @@ class Supervisor:
             return
         if proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
-                proc.kill()  # SIGKILL: a spinning kernel only stops with its process (GPU.md)
+                proc.kill()  # SIGKILL: a spinning kernel only stops with its process (docs/gpu-facts.md)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(proc.wait(), 10)
         if self._stderr_task:

@@ -15,7 +15,7 @@ Requests:
   {"op": "exit"}
 
 A CUDA error after which the context is dead is answered with ``"sticky": true`` and the worker
-exits: only a new process gets a working context again (GPU.md).
+exits: only a new process gets a working context again (docs/gpu-facts.md).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 nvcc names entries by their mangled C++ name (``_Z7vec_addPKfS0_Pfi``); the result is renamed
 to the plain kernel name so it is called like the source and like an LLM lowering of it (the
 header says so). nvcc from the pip wheel writes ``.version 9.5``, which the H200's driver JIT
-refuses (GPU.md); when the local ptxas accepts the same text at a lower ``.version`` that the
+refuses (docs/gpu-facts.md); when the local ptxas accepts the same text at a lower ``.version`` that the
 driver takes, the version is lowered and the header says that too.
 """
 
@@ -17,7 +17,7 @@ from ptxls.diagnostics.toolchain import ToolNotFound, find_nvcc, find_ptxas
 
 from .ptx_check import PtxasUnavailable, compile_check
 
-# Highest PTX ISA the H200's CUDA 13.0 driver JIT takes (GPU.md). Cubins work regardless; this
+# Highest PTX ISA the H200's CUDA 13.0 driver JIT takes (docs/gpu-facts.md). Cubins work regardless; this
 # only decides whether a lower .version is worth trying for files meant to be JIT-loaded too.
 DRIVER_MAX_ISA = (9, 0)
 

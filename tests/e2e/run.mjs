@@ -156,13 +156,30 @@ async function runScenario(page, workspace, oracle) {
     const item = page.locator(".statusbar-item", { hasText: "ptxas" }).first();
     await item.waitFor({ timeout: SLOW });
     const text = (await item.innerText()).trim();
-    const expected = [oracle.status.ptxas, oracle.status.arch, oracle.status.gpu ?? "no GPU", oracle.status.llmModel ?? "no LLM"].filter(Boolean);
+    const expected = [oracle.status.arch, oracle.status.gpu ?? "no GPU", oracle.status.llmModel ?? "no LLM"].filter(Boolean);
     for (const part of expected) {
       if (!text.includes(part)) throw new Error(`status bar "${text}" lacks "${part}" (server status ${JSON.stringify(oracle.status)})`);
     }
-    await item.hover();
-    await shot(page, "status-bar");
     return `status bar: "${text}"`;
+  });
+
+  await step(`the status bar follows the active file: ${SM80_FILE} (.target sm_80) shows sm_80 and its ptxas`, async () => {
+    if (!oracle.sm80Status) return skip("the server sent no ptxls/fileStatus for a PTX file");
+    const { arch, ptxas } = oracle.sm80Status;
+    if (arch !== "sm_80") throw new Error(`the server's fileStatus for ${SM80_FILE} says ${arch}, not sm_80`);
+    await openFromExplorer(page, SM80_FILE);
+    const version = ptxas.replace(/ \(.*\)$/, "");
+    const item = page.locator(".statusbar-item", { hasText: `ptxas ${version}` }).filter({ hasText: "sm_80" }).first();
+    await item.waitFor({ timeout: SLOW });
+    const text = (await item.innerText()).trim();
+    await item.hover();
+    await page.locator(".monaco-hover:visible", { hasText: "from the file's .target" }).first().waitFor({ timeout: 10_000 });
+    await shot(page, "status-bar");
+    // Back on broken.ptx (.target sm_90) the item says sm_90 again.
+    await page.mouse.move(10, 10);
+    await openFromExplorer(page, "broken.ptx");
+    await page.locator(".statusbar-item", { hasText: "ptxas" }).filter({ hasText: "sm_90" }).first().waitFor({ timeout: SLOW });
+    return `on ${SM80_FILE}: "${text}" (tooltip: from the file's .target); back on broken.ptx: sm_90`;
   });
 
   await step("\"ptxls: Show output\" shows the server's log", async () => {
@@ -364,6 +381,9 @@ async function askServer(workspace) {
     const fix = registerRangeFix(readFileSync(brokenPath, "utf8"), symbol);
 
     const statusMessage = await probe.waitForNotification((m) => m.method === "ptxls/status", 15_000).catch(() => null);
+    // What the diagnostics use for a file whose .target is not the default arch.
+    const sm80Uri = probe.open(join(workspace, SM80_FILE), "ptx");
+    const sm80Status = await probe.waitForNotification((m) => m.method === "ptxls/fileStatus" && m.params.uri === sm80Uri, 15_000).catch(() => null);
 
     // Hovers: the positions a person would point at, in the (fixed) PTX and the CUDA file.
     const fixedText = applyFix(readFileSync(brokenPath, "utf8"), fix);
@@ -418,6 +438,7 @@ async function askServer(workspace) {
       symbol,
       fix,
       status: statusMessage?.params ?? null,
+      sm80Status: sm80Status?.params ?? null,
       hover,
       gpuHover,
       gpuTestSummary,
@@ -628,11 +649,15 @@ function makeWorkspace(dir) {
   }
   // The examples minus vec_add.ptx: the code action must create it.
   cpSync(EXAMPLES, dir, { recursive: true, filter: (src) => !src.endsWith("/vec_add.ptx") });
+  // A clean kernel whose .target differs from the default arch, for the status bar.
+  writeFileSync(join(dir, SM80_FILE), readFileSync(join(EXAMPLES, "broken.ptx"), "utf8").replace(/\.target sm_\d+\w*/, ".target sm_80").replace(/^(\s*\.reg\s+\.b32\s+%r<)6>/m, "$17>"));
   mkdirSync(join(dir, ".vscode"), { recursive: true });
   // No ptxls.server.pythonPath: the empty machine state a stranger starts from.
   writeWorkspaceSettings(dir, undefined);
   return dir;
 }
+
+const SM80_FILE = "saxpy_sm80.ptx";
 
 // A model name but no endpoint: the server reports "no LLM" until it has an API key, which
 // makes the key's way from SecretStorage into the server's environment visible.
