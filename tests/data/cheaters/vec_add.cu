@@ -1,0 +1,5 @@
+// The honest reference for the planted cheaters: c[i] = a[i] + b[i].
+__global__ void vec_add(const float* a, const float* b, float* c, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = a[i] + b[i];
+}
