@@ -371,8 +371,16 @@ async def _candidate(
             ext = _extract(reply.text, src.name or None, reply.finish_reason)
             problem_messages: list[str] = []
             ext_notes = list(getattr(ext, "notes", []) or [])
-            if ext_notes:
-                transcript.record("extract_notes", candidate=index, round=round_no, notes=ext_notes)
+            ext_reasoning = getattr(ext, "reasoning", "") or ""
+            if ext_notes or ext_reasoning:
+                # <think> sections and the like: kept for the audit, never taken for the answer
+                transcript.record(
+                    "extract_notes",
+                    candidate=index,
+                    round=round_no,
+                    notes=ext_notes,
+                    reasoning=ext_reasoning,
+                )
             ptx = ext.ptx
             if ptx is not None:
                 ptx, dropped = strip_gputest_lines(ptx)
@@ -388,7 +396,7 @@ async def _candidate(
                         "and the person only",
                     )
             if ptx is None or getattr(ext, "incomplete", False):
-                if getattr(ext, "incomplete", False) and ptx is not None:
+                if getattr(ext, "incomplete", False):
                     rec.outcome = "incomplete"
                     rec.summary = f"not a candidate: {ext.problem or 'the reply elides code'}"
                 elif length_cut or ext.truncated:
