@@ -247,7 +247,7 @@ def spec_text(spec) -> str:
     return f"{params}; {launch}; {sizes}; {tol}; {ref}"
 
 
-def test_facts(spec, tested: bool) -> prompt.TestFacts:
+def facts_for_test(spec, tested: bool) -> prompt.TestFacts:
     """What the test will do, for the prompt: the launch, the sizes, the numerics."""
     if spec is None:
         return prompt.TestFacts()
@@ -388,7 +388,7 @@ async def make_plan(
         prompt.Target(arch, choice.isa),
         file_name="" if job.describe else job.source_path.name,
         plan=True,
-        facts=test_facts(spec, False),
+        facts=facts_for_test(spec, False),
     )
     own_client = client is None
     if own_client:
@@ -478,7 +478,7 @@ async def lower_llm(
             return LowerOutcome(False, str(e))
     opts = loop_options(settings, job)
     opts.arch, opts.isa = arch, choice.isa
-    opts.facts = test_facts(spec, not not_tested_why)
+    opts.facts = facts_for_test(spec, not not_tested_why)
     try:
         result = await run_loop(
             src,
