@@ -8,7 +8,7 @@ import pytest
 
 from ptxls.lowering import prompt, target_isa
 from ptxls.lowering.ptx_check import compile_check, fold_problems
-from ptxls.lowering.service import LowerJob, fitting_examples, source_spec, facts_for_test
+from ptxls.lowering.service import LowerJob, facts_for_test, fitting_examples, source_spec
 from ptxls.lowering.sources import cuda_kernels
 
 from scripted_llm import GOOD_VEC_ADD, ROOT
