@@ -26,7 +26,7 @@ matrix product may not exceed ``MAX_MATMUL_FLOPS``, and the whole reference has 
 
 A person who trusts a workspace may run references the whitelist cannot express: ``run`` with
 ``trusted=True`` falls back to Python's ``eval`` over numpy for a program ``check`` refuses (the
-trust gate is the caller's: VS Code's workspace trust, the ``ptxls.trustWorkspace`` setting, or
+trust gate is the caller's: VS Code's workspace trust, ``trustedWorkspace`` in initializationOptions, or
 ``ptxls test --trust``).
 """
 
@@ -41,7 +41,7 @@ import numpy as np
 
 MAX_TEXT = 20_000  # characters in one reference
 MAX_ELEMENTS = 1 << 27  # per array result: 128 Mi float64 = 1 GiB
-MAX_MATMUL_FLOPS = 1 << 34  # ~17 G multiply-adds: seconds of CPU, not hours
+MAX_MATMUL_FLOPS = 1 << 37  # ~137 G multiply-adds (a 4096³ GEMM is 69 G): seconds, not hours
 MAX_INT_BITS = 128
 MAX_STRING = 32
 DEFAULT_DEADLINE_S = 60.0

@@ -16,7 +16,8 @@ MAX_ELEMENTS = 1 << 31  # per buffer
 MAX_BUFFER_BYTES = 32 << 30  # all buffers of one case, device and host alike
 TRUST_HINT = (
     "ptxls runs a reference outside its restricted numpy language only in a trusted workspace: "
-    "trust the folder in VS Code (or set ptxls.trustWorkspace), or pass --trust to ptxls test"
+    "trust the folder in VS Code (other editors: initializationOptions.trustedWorkspace), or "
+    "pass --trust to ptxls test"
 )
 
 

@@ -37,6 +37,7 @@ class RawServer:
         self.log: list[str] = []  # window/logMessage and window/showMessage texts
         self.stderr: list[bytes] = []
         self.next_id = 1000
+        self.early: dict = {}
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=self._read_err, daemon=True).start()
 
@@ -89,6 +90,8 @@ class RawServer:
         """The response to ``msg_id`` (server requests and notifications are skipped; server
         requests get an empty answer so the server is never left waiting)."""
         deadline = time.monotonic() + timeout
+        if msg_id in self.early:
+            return self.early.pop(msg_id)
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -106,6 +109,7 @@ class RawServer:
                 continue
             if msg.get("id") == msg_id:
                 return msg
+            self.early[msg.get("id")] = msg  # another request's answer: kept for its waiter
 
     def latest_diagnostics(self, uri: str) -> list | None:
         return self.diagnostics.get(uri)

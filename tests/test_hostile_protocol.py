@@ -7,7 +7,6 @@ header line) is survived and the very next request is answered; every request ge
 from __future__ import annotations
 
 import pytest
-
 from raw_lsp import ROOT, RawServer, frame
 
 PTX = ROOT / "examples" / "broken.ptx"
@@ -68,8 +67,16 @@ def test_not_json_rpc_gets_32600(server):
         frame({"jsonrpc": "2.0", "method": "$/nothing"}, 200),  # longer than the body
         b"\r\n\r\n\r\n",
     ],
-    ids=["garbage", "1e12", "26-digits", "long-line", "not-json", "short-length",
-         "long-length", "blank-lines"],  # fmt: skip
+    ids=[
+        "garbage",
+        "1e12",
+        "26-digits",
+        "long-line",
+        "not-json",
+        "short-length",
+        "long-length",
+        "blank-lines",
+    ],  # fmt: skip
 )
 def test_framing_errors_resynchronise(server, junk):
     server.send(junk)

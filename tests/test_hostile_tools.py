@@ -15,7 +15,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from raw_lsp import ROOT, RawServer
 
 TEXT = (ROOT / "examples" / "vec_add.ptx").read_text()
@@ -119,10 +118,7 @@ def test_ptxas_hanging_on_version_neither_freezes_nor_outlives(tmp_path):
 def test_ptxas_flooding_300mb_keeps_memory_bounded(tmp_path):
     line = "ptxas k.ptx, line 5; error   : Unknown symbol 'x_undefined_name'\n"
     # 300 MB of error lines on stderr (~5 million lines), then a failing exit.
-    work = (
-        f"yes \"{line.strip()}\" | head -c 300000000 >&2\n"
-        "exit 255"
-    )
+    work = f'yes "{line.strip()}" | head -c 300000000 >&2\nexit 255'
     ptxas = fake_ptxas(tmp_path, work=work)
     server, uri = start(tmp_path, ptxas, maxProblems=100)
     with server:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from raw_lsp import ROOT, RawServer
 
 BROKEN = (ROOT / "examples" / "broken.ptx").read_text()
@@ -51,7 +50,9 @@ def test_diagnostics_hover_and_lenses(server, uri):
     assert any("%r6" in d["message"] for d in diags), diags
     hover = server.hover(uri, MAD_LINE, BROKEN.splitlines()[MAD_LINE].index("mad") + 1)
     assert "mad" in str(hover.get("result")), hover
-    lens = server.wait_reply(server.request("textDocument/codeLens", {"textDocument": {"uri": uri}}))
+    lens = server.wait_reply(
+        server.request("textDocument/codeLens", {"textDocument": {"uri": uri}})
+    )
     assert any(
         "GPU test" in (lens_.get("command") or {}).get("title", "") for lens_ in lens["result"]
     ), lens
@@ -78,8 +79,10 @@ def test_code_actions_on_an_encoded_windows_cuda_path(server):
 
 def test_gpu_test_command_finds_the_encoded_document(server):
     reply = server.wait_reply(
-        server.request("workspace/executeCommand", {
-            "command": "ptxls.runGpuTest", "arguments": [PTX_URIS[0], "saxpy"]}),  # fmt: skip
+        server.request(
+            "workspace/executeCommand",
+            {"command": "ptxls.runGpuTest", "arguments": [PTX_URIS[0], "saxpy"]},
+        ),  # fmt: skip
         timeout=120,
     )
     assert reply["result"]["status"] != "not-open", reply
