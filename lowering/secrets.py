@@ -35,6 +35,7 @@ _LABELLED = re.compile(
     (
         \bbearer\s+                                              # Authorization: Bearer X
       | \bauthorization["']?\s*[:=]\s*["']?(?!bearer\b)          # Authorization: X
+        (?:(?:basic|token|digest|apikey)\s+)?                     # ... or: Basic X
       | \b(?:x-)?api[-_]?key["']?\s*[:=]\s*["']?                 # api_key=X, "api-key": "X"
       | [?&](?:key|token|access_token|auth|sig|signature)=       # ?key=X in a URL query
       | \b(?:access|refresh|id)_token["']?\s*[:=]\s*["']?
