@@ -7,7 +7,6 @@ extraction stays linear on multi-megabyte hostile replies."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import time
 from pathlib import Path
@@ -19,19 +18,10 @@ from ptxls.lowering.extract import LIMITS, Extraction, extract_ptx, find_elision
 from ptxls.lowering.llm_client import LlmClient, forget_adaptations
 from ptxls.lowering.settings import LlmSettings
 
+from reply_corpus import CASES, REFERENCE, load
 from scripted_llm import ScriptedLLM, Step
 
 ROOT = Path(__file__).resolve().parent.parent
-REPLIES = Path(__file__).resolve().parent / "data" / "replies"
-CASES = sorted(p.stem for p in REPLIES.glob("*.json"))
-REFERENCE = {p.stem: p.read_text() for p in (REPLIES / "ptx").glob("*.ptx")}
-
-
-def load(name: str) -> tuple[str, dict]:
-    # bytes, decoded by hand: read_text() would turn the CRLF and CR cases into LF
-    return (REPLIES / f"{name}.txt").read_bytes().decode("utf-8"), json.loads(
-        (REPLIES / f"{name}.json").read_text()
-    )
 
 
 def ptxas_errors(ptx: str, tmp_path: Path) -> str:
