@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -211,6 +212,15 @@ def short_name(text: str, limit: int = 120) -> str:
     kernel name can be megabytes long)."""
     text = str(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_LONG_TOKEN = re.compile(r"[\w$.%]{200,}")
+
+
+def short_tokens(text: str) -> str:
+    """Text for the person with every absurdly long word cut (a kernel name echoed by a test
+    report, ptxas or a spec message can be megabytes)."""
+    return _LONG_TOKEN.sub(lambda m: m.group(0)[:60] + f"…({len(m.group(0))} chars)", str(text))
 
 
 async def call_provider(provider: Callable[..., Any], *args: Any) -> Any:

@@ -34,7 +34,8 @@ class RawServer:
         )
         self.replies: queue.Queue = queue.Queue()
         self.diagnostics: dict[str, list] = {}  # the latest publishDiagnostics per uri
-        self.log: list[str] = []  # window/logMessage and window/showMessage texts
+        self.log: list[str] = []
+        self.notifications: list = []  # (method, body bytes, params) of everything the server sent  # window/logMessage and window/showMessage texts
         self.stderr: list[bytes] = []
         self.next_id = 1000
         self.early: dict = {}
@@ -56,6 +57,8 @@ class RawServer:
                     break
             msg = json.loads(out.read(length))
             method = msg.get("method") if isinstance(msg, dict) else None
+            if method:
+                self.notifications.append((method, length, msg.get("params")))
             if method == "textDocument/publishDiagnostics":
                 p = msg["params"]
                 self.diagnostics[p["uri"]] = p["diagnostics"]

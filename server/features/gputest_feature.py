@@ -18,7 +18,7 @@ from lsprotocol import types
 from ptxls.gputest import api
 from ptxls.gputest.report import NO_GPU, TestReport
 
-from ..app import PtxlsServer, short_name
+from ..app import PtxlsServer, short_name, short_tokens
 from ..progress import CommandProgress
 from ..uris import to_path
 
@@ -105,7 +105,7 @@ def hover(ls: PtxlsServer, params: types.HoverParams) -> types.Hover | None:
         cached = state.results.get((uri, name))
         if cached is None:
             return None  # other providers (opcode docs, …) may answer
-        text = api.format_table(cached.report)
+        text = short_tokens(api.format_table(cached.report))
         if _is_stale(ls, uri, cached):
             doc = ls.open_document(uri)
             now = doc.version if doc else "closed"
@@ -135,7 +135,7 @@ def _diagnostics(ls: PtxlsServer, uri: str) -> list[types.Diagnostic]:
         stale = _is_stale(ls, uri, cached)
         prefix = "[stale: the buffer changed since this test] " if stale else ""
         spots = [
-            (p.line, p.col, p.end_col if p.end_col > p.col else p.col + 1, str(p.message))
+            (p.line, p.col, p.end_col if p.end_col > p.col else p.col + 1, short_tokens(p.message))
             for p in r.problems
             if p.line >= 0 and (not p.file or p.file == _path(uri))
         ]  # annotation problems point at the annotation itself
@@ -241,19 +241,21 @@ async def run_gpu_test_command(ls: PtxlsServer, *args) -> dict:
     except Exception as e:  # a bug in the harness must not take the server down
         ls.report_server_error(e, run_gpu_test_command)
         progress.end("failed")
-        return {"ok": False, "status": "error", "summary": f"{type(e).__name__}: {e}"}
+        return {"ok": False, "status": "error", "summary": short_tokens(f"{type(e).__name__}: {e}")}
     finally:
         cancel_wait.cancel()
         if state.running.get(key) is task:
             del state.running[key]
     state.results[key] = CachedResult(version, report)
-    headline = report.summary.splitlines()[0] if report.summary else report.status
+    headline = short_tokens(report.summary.splitlines()[0] if report.summary else report.status)
     progress.end(f"{report.status}: {headline}"[:200])
     if report.status == NO_GPU:
-        ls.tell_once("gputest:no-gpu", f"ptxls: GPU tests cannot run here: {report.summary}")
+        ls.tell_once(
+            "gputest:no-gpu", short_tokens(f"ptxls: GPU tests cannot run here: {report.summary}")
+        )
     _refresh(ls, uri)
-    return {"ok": report.passed, "status": report.status, "summary": report.summary,
-            "table": api.format_table(report)}  # fmt: skip
+    return {"ok": report.passed, "status": report.status, "summary": short_tokens(report.summary),
+            "table": short_tokens(api.format_table(report))}  # fmt: skip
 
 
 def _refresh_lens_only(ls: PtxlsServer) -> None:
