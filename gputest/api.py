@@ -107,7 +107,7 @@ async def run_gpu_test(
     ``torch_baseline``: also time the spec's ``bench.torch`` op (``ptxls bench``)."""
     started = time.monotonic()
     resolution = SpecResolution(spec, [], reference_cuda, reference_path)
-    if spec is None:
+    def resolve() -> SpecResolution:
         resolution = None
         if spec_path:
             resolution = library_resolution(ptx_text, kernel, Path(spec_path), explicit=True)
@@ -118,6 +118,12 @@ async def run_gpu_test(
         if resolution is None:
             resolution = spec_for_ptx(ptx_text, kernel, ptx_path=ptx_path,
                                       reference_cuda=reference_cuda, reference_path=reference_path)  # fmt: skip
+        return resolution
+
+    if spec is None:
+        # Reads files and evaluates annotations (text from the repository): a worker thread,
+        # never the event loop.
+        resolution = await asyncio.to_thread(resolve)
     report = await _run(
         kernel_source=("ptx", ptx_text), kernel=kernel, resolution=resolution, sizes=sizes,
         timeout_s=timeout_s, supervisor=supervisor, arch=arch, ptxas=ptxas, nvcc=nvcc, seed=seed,
@@ -134,7 +140,7 @@ async def run_gpu_test_cuda(
     """Test a ``__global__`` kernel compiled by nvcc against its annotation's numpy reference,
     or a given reference CUDA, or (with neither) itself: then only self-consistency is checked."""
     started = time.monotonic()
-    spec, problems = infer_spec_from_cuda(cuda_text, kernel, path=path)
+    spec, problems = await asyncio.to_thread(infer_spec_from_cuda, cuda_text, kernel, path=path)
     resolution = SpecResolution(spec, problems, reference_cuda, None)
     report = await _run(kernel_source=("cuda", cuda_text), kernel=kernel, resolution=resolution,
                         explicit_cuda_ref=reference_cuda is not None, **kw)  # fmt: skip
