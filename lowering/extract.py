@@ -40,8 +40,8 @@ TOKEN_LIMIT_SETTING = "ptxls.llm.maxTokens (PTXLS_LLM_MAX_TOKENS)"
 # linear: a hostile multi-megabyte reply costs milliseconds.
 LIMITS = {  # what is counted → (the strings counted, the most a reply may hold)
     "lines": (("\n",), 60_000),
-    "braces and parentheses": (("{", "}", "(", ")"), 60_000),
-    "comments and quotes": (("//", "/*", '"'), 60_000),
+    "braces and parentheses": (("{", "}", "(", ")"), 200_000),
+    "comments and quotes": (("//", "/*", '"'), 200_000),
     "'.entry'/'.func' directives": ((".entry", ".func"), 5_000),
     "reasoning tags": (("<think", "<reason", "<thought"), 1_000),
 }
@@ -296,33 +296,34 @@ _FUNC_NAME = re.compile(
 _ENTRY_NAME = re.compile(r"[ \t\n]{0,200}([A-Za-z_$%][\w$]{0,200})")
 
 
+_OPENER = re.compile(r'//|/\*|"')
+
+
 def blank_comments(text: str) -> str:
     """The text with comments and string literals replaced by spaces (newlines kept), so that
-    braces, names and directives can be searched for in code only. One pass: the next position
-    of each opener is looked up again only once the scan has passed it."""
+    braces, names and directives can be searched for in code only. One pass: each search
+    starts where the last comment or string ended."""
     out: list[str] = []
     i, n = 0, len(text)
-    nxt = {m: text.find(m) for m in ("//", "/*", '"')}
-    while i < n:
-        for m, k in nxt.items():
-            if 0 <= k < i:
-                nxt[m] = text.find(m, i)
-        j = min((k for k in nxt.values() if k >= 0), default=n)
-        out.append(text[i:j])
-        if j >= n:
+    search = _OPENER.search
+    while True:
+        m = search(text, i)
+        if m is None:
+            out.append(text[i:])
             break
-        if text.startswith("//", j):
+        j, tok = m.start(), m.group()
+        out.append(text[i:j])
+        if tok == "//":
             k = text.find("\n", j)
             k = n if k < 0 else k
-        elif text.startswith("/*", j):
+        elif tok == "/*":
             k = text.find("*/", j + 2)
             k = n if k < 0 else k + 2
-        else:
-            k = text.find('"', j + 1)
+        else:  # a string ends at its quote, or at the line's end when unclosed
             nl = text.find("\n", j + 1)
-            k = n if k < 0 else k + 1
-            if 0 <= nl < k:  # an unclosed string ends at the line's end
-                k = nl
+            nl = n if nl < 0 else nl
+            k = text.find('"', j + 1, nl)
+            k = nl if k < 0 else k + 1
         span = text[j:k]
         out.append(re.sub(r"[^\n]", " ", span) if "\n" in span else " " * len(span))
         i = k
@@ -525,9 +526,7 @@ def _keep_entry(module: Module, kernel: str) -> tuple[str, list[str], list[str]]
             continue
         if f.kind == "entry":
             if f.is_definition:
-                dropped_entries.append(
-                    f.name if f.name != kernel else f"{f.name} (an earlier copy)"
-                )
+                dropped_entries.append(f.name)
             cuts.append((f.start, f.end))
         elif f.is_definition:
             if f is not funcs.get(f.name) or f.name not in kept_funcs:
@@ -695,14 +694,23 @@ def extract_ptx(
             reasoning,
         )
     if kernel and mod.declares(kernel):
-        kept, gone_entries, gone_funcs = _keep_entry(analyse(ptx), kernel)
+        kept, gone_entries, gone_funcs = _keep_entry(analyse(ptx) if dropped else mod, kernel)
         if gone_entries or gone_funcs:
             ptx = kept
             parts = []
-            if gone_entries:
-                parts.append(f"entries other than '{kernel}': {', '.join(gone_entries[:10])}")
+            others = sorted(set(gone_entries) - {kernel})
+            copies = gone_entries.count(kernel)
+            if others:
+                more = f" and {len(others) - 10} more" if len(others) > 10 else ""
+                parts.append(f"entries other than '{kernel}': {', '.join(others[:10])}{more}")
+            if copies:
+                parts.append(
+                    f"{copies} earlier definition{'s' if copies > 1 else ''} of '{kernel}'"
+                )
             if gone_funcs:
-                parts.append(f".funcs '{kernel}' does not call: {', '.join(gone_funcs[:10])}")
+                names = sorted(set(gone_funcs))
+                more = f" and {len(names) - 10} more" if len(names) > 10 else ""
+                parts.append(f".funcs '{kernel}' does not call: {', '.join(names[:10])}{more}")
             notes.append("dropped " + "; ".join(parts))
     ptx, removed = _strip_non_ascii_comments(ptx)
     if removed:
@@ -710,7 +718,6 @@ def extract_ptx(
             f"removed {removed} non-ASCII character{'s' if removed != 1 else ''} from comments "
             "(ptxas rejects any)"
         )
-    del dropped
     ptx = ptx.strip("\n") + "\n"
     problem = _cut_note(finish_reason) if truncated else ""
     return Extraction(ptx, problem, fences, truncated, False, tuple(notes), reasoning)

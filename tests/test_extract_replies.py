@@ -220,7 +220,7 @@ def _just_under_the_limits() -> dict[str, str]:
         "backtick fences": "```\n" * lines,
         ".entry lines": ".entry a\n" * entries + "// pad\n" * (lines - entries),
         ".entry with open braces": ".entry a {\n" * entries,
-        "quotes": '.version 8.0 "\n' * (LIMITS["comments and quotes"][1] - 10),
+        "quotes": '.version 8.0 "a" "\n' * lines,  # 3 per line: ~180k, under both limits
         "a huge valid kernel": REFERENCE["vec_add"].replace(
             "    ret;", body * (lines - 100) + "    ret;"
         ),
