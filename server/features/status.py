@@ -20,6 +20,7 @@ from ptxls.diagnostics.arch import DEFAULT_ARCH, choose_arch, is_valid_arch, loc
 from ptxls.diagnostics.gpu_probe import probe_gpu
 from ptxls.diagnostics.ptx_parse import scan_header
 from ptxls.diagnostics.toolchain import ToolNotFound, find_ptxas
+from ptxls.lowering.secrets import public_url
 
 from ..app import PtxlsServer
 from .languages import PTX, language_of
@@ -33,7 +34,12 @@ def llm_host(base_url: str | None) -> str:
     if not base_url:
         return "api.openai.com"
     parts = urlsplit(base_url if "://" in base_url else f"http://{base_url}")
-    return parts.netloc or base_url
+    # hostname[:port] only: a netloc may carry user:password@ (never shown)
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        port = ""
+    return (parts.hostname or "") + port or public_url(base_url) or ""
 
 
 def arch_and_source(setting: str | None, target: str | None) -> tuple[str, str]:
@@ -86,7 +92,7 @@ def status_payload(server: PtxlsServer) -> dict:
         "llmModel": model
         if (model and base_url) or (model and os.environ.get("OPENAI_API_KEY"))
         else None,
-        "llmBaseUrl": base_url,
+        "llmBaseUrl": public_url(base_url),  # no credentials embedded in the URL
         "llmHost": llm_host(base_url) if model else None,
     }
 
