@@ -145,11 +145,11 @@ def kernel_table(torch):
     }  # fmt: skip
     hgemm = KERNELS / "hgemm_mma" / "kernel.ptx"
     if hgemm.is_file():
-        mma = gemm_problem(torch, torch.float16, 128, 128, 0, 256, 1e-2)
+        mma = gemm_problem(torch, torch.float16, 128, 128, 0, 128, 5e-3)
         table["hgemm_mma"] = (
             "sm_90",
             lambda: [mma(m, n, k, 50 + i) for i, (m, n, k) in
-                     enumerate([(1, 8, 8), (17, 24, 40), (129, 136, 72), (255, 264, 1000),
+                     enumerate([(1, 16, 24), (17, 24, 40), (129, 144, 152), (255, 264, 1000),
                                 (1000, 1000, 1000)])],
             lambda: [mma(4096, 4096, 4096, 60), mma(8192, 8192, 8192, 61)],
         )  # fmt: skip
@@ -157,12 +157,12 @@ def kernel_table(torch):
     if wg.is_file():
         spec = json.loads((KERNELS / "hgemm_wgmma" / "spec.json").read_text())
         shared = int(spec["launch"]["shared"])
-        w = gemm_problem(torch, torch.float16, 128, 128, shared, 384, 1e-2)
+        w = gemm_problem(torch, torch.float16, 256, 128, shared, 256, 5e-3)
         table["hgemm_wgmma"] = (
             "sm_90a",
             lambda: [w(m, n, k, 70 + i) for i, (m, n, k) in
-                     enumerate([(1, 8, 64), (17, 24, 64), (129, 136, 192), (255, 264, 1024),
-                                (1000, 1000, 1024)])],
+                     enumerate([(1, 8, 8), (17, 24, 40), (129, 136, 200), (255, 264, 1000),
+                                (300, 520, 4104), (1000, 1000, 1000)])],
             lambda: [w(4096, 4096, 4096, 80), w(8192, 8192, 8192, 81)],
         )  # fmt: skip
     return table

@@ -11,7 +11,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,cl
   --format=csv | tee "$OUT/machine.txt"
 nvcc --version | tail -2 | tee -a "$OUT/machine.txt"
 python3 -c "import torch; print('torch', torch.__version__)" | tee -a "$OUT/machine.txt"
-KERNELS=${*:-scan_inclusive sgemm_128x128}
+KERNELS=${*:-scan_inclusive sgemm_128x128 hgemm_mma hgemm_wgmma}
 for k in $KERNELS; do
   echo "== $k"
   timeout 240 python3 bench/gemm_bench.py "$k" --json "$OUT/gemm-$k.json" 2>&1 | tee -a "$OUT/bench.log"
