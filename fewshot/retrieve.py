@@ -2,13 +2,21 @@
 
 Scoring is deliberately simple and explainable: words of the request that match an example's
 keywords, plus code patterns that mark a kernel family (``__shfl`` or ``tl.sum`` → reduction,
-``__shared__`` tiles or ``tl.dot`` → matmul, ``a[i] = b[i] + …`` → elementwise). Ties keep the
-library order, so the same request always gets the same prompt (reproducible lowering).
+``__shared__`` tiles or ``tl.dot`` → matmul, ``a[i] = b[i] + …`` → elementwise, ``[i-1]`` /
+``[i+1]`` neighbours → stencil, ``.T`` or ``[x][y]`` ↔ ``[y][x]`` → transpose). The family
+weighs more than any one keyword, so an elementwise request gets elementwise examples, not a
+reduction that happens to share a word. Ties keep the library order, so the same request
+always gets the same prompt (reproducible lowering).
+
+The example being asked for is never returned: names in ``exclude=``, and the kernel the
+request itself defines (``__global__ void NAME``, ``.entry NAME``, ``def NAME``) — a model shown
+the answer learns nothing about whether it can write it.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .library import Example, load_examples
@@ -31,7 +39,21 @@ _FAMILY_PATTERNS: dict[str, list[tuple[str, float]]] = {
     "elementwise": [
         (r"\w+\s*\[\s*i\s*\]\s*=\s*\w+\s*\[\s*i\s*\]", 2.0),
         (r"\belementwise\b|\bpointwise\b|\bvector add\b|\bsaxpy\b|\bscale\b|\brelu\b", 2.0),
+        (r"\bgelu\b|\bsilu\b|\bsigmoid\b|\bactivation\b|\bbias add\b", 2.0),
         (r"tl\.load\(.*\)\s*\+\s*tl\.load", 1.0),
+    ],
+    "transpose": [
+        (r"\btranspose\b|\bpermute\b|\bswap axes\b|\.T\b|\.t\(\)", 4.0),
+        (r"\[\s*(\w+)\s*\]\s*\[\s*(\w+)\s*\][^;]*=[^;]*\[\s*\2\s*\]\s*\[\s*\1\s*\]", 3.0),
+        (r"\w+\s*\[\s*(\w+)\s*\*\s*\w+\s*\+\s*(\w+)\s*\]\s*=\s*\w+\s*\[\s*\2\s*\*\s*\w+\s*\+\s*\1\s*\]", 3.0),
+    ],
+    "stencil": [
+        (r"\bstencil\b|\blaplac\w*|\bjacobi\b|\bfinite difference\b|\bblur\b|\bhalo\b", 4.0),
+        (r"\[\s*\w+\s*-\s*1\s*\].*\[\s*\w+\s*\+\s*1\s*\]", 3.0),
+        (r"\[\s*\w+\s*[-+]\s*\w+\s*\]\s*\+\s*\w+\s*\[\s*\w+\s*[-+]\s*\w+\s*\]", 1.0),
+        # neighbours in a flattened 2-D index: x[(i - 1) * nx + j], x[i * nx + j + 1]
+        (r"\(\s*\w+\s*-\s*1\s*\)\s*\*\s*\w+.*\(\s*\w+\s*\+\s*1\s*\)\s*\*\s*\w+", 3.0),
+        (r"\w+\s*-\s*1\s*\].*\w+\s*\+\s*1\s*\]", 2.0),
     ],
 }
 
@@ -45,8 +67,22 @@ class Scored:
     why: tuple[str, ...]  # what matched, for the transcript
 
 
-def score_examples(request: str, examples: list[Example] | None = None) -> list[Scored]:
+_DEFINED = re.compile(
+    r"__global__\s+(?:__launch_bounds__\([^)]*\)\s*)?\w+\s+(\w+)\s*\(|\.entry\s+(\w+)|\bdef\s+(\w+)\s*\("
+)
+
+
+def defined_kernels(request: str) -> set[str]:
+    """Names of the kernels the request itself defines (CUDA, PTX or Triton/Python)."""
+    return {next(g for g in m.groups() if g) for m in _DEFINED.finditer(request)}
+
+
+def score_examples(
+    request: str, examples: list[Example] | None = None, exclude: Iterable[str] = ()
+) -> list[Scored]:
     examples = load_examples() if examples is None else examples
+    skip = set(exclude) | defined_kernels(request)
+    examples = [e for e in examples if e.name not in skip]
     text = request.lower()
     words = set(_WORD.findall(text))
     scored = []
@@ -70,17 +106,25 @@ def score_examples(request: str, examples: list[Example] | None = None) -> list[
     return scored
 
 
-def pick_examples(request: str, k: int = 2, examples: list[Example] | None = None) -> list[Example]:
-    """The ``k`` best examples for ``request``. Something is always returned when the library
-    is not empty: a zero-score request still gets the simplest complete kernel (elementwise,
-    else the first), because one well-formed PTX file already fixes most syntax slips."""
+def pick_examples(
+    request: str,
+    k: int = 2,
+    examples: list[Example] | None = None,
+    exclude: Iterable[str] = (),
+) -> list[Example]:
+    """The ``k`` best examples for ``request``, never one named in ``exclude`` nor the kernel
+    the request defines. Something is always returned when the library is not empty: a
+    zero-score request still gets the simplest complete kernel (elementwise, else the first),
+    because one well-formed PTX file already fixes most syntax slips."""
     if k <= 0:
         return []
-    scored = score_examples(request, examples)
+    scored = score_examples(request, examples, exclude)
     if not scored:
         return []
     picked = [s.example for s in scored if s.score > 0][:k]
     if not picked:
-        fallback = next((s.example for s in scored if s.example.family == "elementwise"), None)
+        # the simplest elementwise kernel: the shortest PTX of that family
+        elementwise = [s.example for s in scored if s.example.family == "elementwise"]
+        fallback = min(elementwise, key=lambda e: len(e.ptx)) if elementwise else None
         picked = [fallback or scored[0].example]
     return picked
