@@ -45,7 +45,10 @@ _FAMILY_PATTERNS: dict[str, list[tuple[str, float]]] = {
     "transpose": [
         (r"\btranspose\b|\bpermute\b|\bswap axes\b|\.T\b|\.t\(\)", 4.0),
         (r"\[\s*(\w+)\s*\]\s*\[\s*(\w+)\s*\][^;]*=[^;]*\[\s*\2\s*\]\s*\[\s*\1\s*\]", 3.0),
-        (r"\w+\s*\[\s*(\w+)\s*\*\s*\w+\s*\+\s*(\w+)\s*\]\s*=\s*\w+\s*\[\s*\2\s*\*\s*\w+\s*\+\s*\1\s*\]", 3.0),
+        (
+            r"\w+\s*\[\s*(\w+)\s*\*\s*\w+\s*\+\s*(\w+)\s*\]\s*=\s*\w+\s*\[\s*\2\s*\*\s*\w+\s*\+\s*\1\s*\]",
+            3.0,
+        ),
     ],
     "stencil": [
         (r"\bstencil\b|\blaplac\w*|\bjacobi\b|\bfinite difference\b|\bblur\b|\bhalo\b", 4.0),

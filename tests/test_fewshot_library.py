@@ -6,7 +6,6 @@ belongs to."""
 from __future__ import annotations
 
 import asyncio
-import json
 
 import pytest
 
@@ -106,7 +105,9 @@ def test_bench_section_is_complete(name):
     torch = bench.get("torch")
     if torch:
         assert torch["op"] in OPS
-        assert all(spec.param(i) is not None and spec.param(i).role == "in" for i in torch["inputs"])
+        assert all(
+            spec.param(i) is not None and spec.param(i).role == "in" for i in torch["inputs"]
+        )
         for d in torch.get("dims", []):
             exprs.evaluate_int(d, env)
 

@@ -63,7 +63,10 @@ def test_retrieval_table(request_text, first, family):
 
 def test_scan_and_gemm_requests_reach_their_kernels_when_present():
     if "scan_inclusive" in NAMES:
-        assert pick_examples("inclusive prefix sum (cumsum) of an array", 1)[0].name == "scan_inclusive"
+        assert (
+            pick_examples("inclusive prefix sum (cumsum) of an array", 1)[0].name
+            == "scan_inclusive"
+        )
     gemms = {n for n in NAMES if "gemm" in n}
     if gemms:
         assert pick_examples("fp16 gemm on tensor cores", 1)[0].name in gemms
