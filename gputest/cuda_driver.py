@@ -174,6 +174,9 @@ def launch(
     """``args``: one 1-element numpy array per kernel parameter holding its value (pointers as
     uint64); the driver reads each through the pointer array built here."""
     ptrs = np.array([a.ctypes.data for a in args], dtype=np.uint64)
+    if shared > 48 * 1024:  # above 48 KB a kernel must opt in (e.g. a 4-stage wgmma GEMM)
+        attr = cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        call("cuFuncSetAttribute", fn, attr, shared)
     call("cuLaunchKernel", fn, *grid, *block, shared, 0, ptrs.ctypes.data if args else 0, 0)
 
 
