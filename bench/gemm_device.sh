@@ -23,3 +23,8 @@ for k in ${PROFILE:-}; do
     --section WarpStateStats --section LaunchStats -k "regex:^$k" -c 1 \
     python3 bench/gemm_bench.py "$k" --profile-once 2>&1 | tee -a "$OUT/ncu.txt" | tail -60
 done
+if [ -n "${HARNESS:-}" ]; then  # the same kernels through the project's harness (ptxls test)
+  source scripts/device-env.sh
+  timeout 200 python3 -m pytest tests/gpu/test_library_gpu.py -p no:cacheprovider -q \
+    -k "${HARNESS}" 2>&1 | tee "$OUT/harness-pytest.txt" | tail -25
+fi
