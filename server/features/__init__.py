@@ -17,7 +17,7 @@ _REQUIRED = [
     "ptx_navigation",
     "show_ptx",
 ]
-_OPTIONAL = ["gputest_feature", "lowering_feature"]
+_OPTIONAL = ["gputest_feature", "lowering_feature", "library_feature"]
 
 
 def register_all(server) -> None:  # noqa: ANN001

@@ -144,6 +144,9 @@ def register(server: PtxlsServer) -> None:
         before = line[: params.position.character]
         word = before.split()[-1] if before.split() else ""
         func = module.function_at(params.position.line)
+        if not word.startswith((".", "%")):  # other features' items (the kernel library)
+            for provider in getattr(ls, "completion_providers", []):
+                items += provider(ls, "\n".join(lines), func is not None)
         if word.lstrip("[{@!").startswith("%"):
             names: set[str] = set()
             if func:
