@@ -84,9 +84,26 @@ async def _bench(args, targets, sizes):
                 path, kernel, ref=args.ref, spec_path=args.spec, sizes=sizes, arch=args.arch,
                 on_progress=progress,
             )  # fmt: skip
+            if args.out:  # kept up to date, so a run cut short still leaves its finished rows
+                _write(args, rows)
         return rows, ""
     finally:
         await shared_supervisor().close()
+
+
+def _write(args, rows, facts: dict | None = None, text: str | None = None) -> None:
+    """--out: JSON (rows and machine facts) for a .json name or with --json, else the table."""
+    from ptxls.gputest.bench import format_bench, geomean, machine_facts
+
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    facts = facts if facts is not None else machine_facts(rows[0].device if rows else None)
+    if out.suffix == ".json" or args.json:
+        out.write_text(json.dumps(
+            {"machine": facts, "geomean_vs_nvcc": geomean([r.vs_nvcc for r in rows]),
+             "rows": [r.to_dict() for r in rows]}, indent=2, default=str) + "\n")  # fmt: skip
+    else:
+        out.write_text((text or format_bench(rows, facts)) + "\n")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -123,13 +140,7 @@ def run(args: argparse.Namespace) -> int:
         text = format_bench(rows, facts)
     print(text)
     if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        if out.suffix == ".json" and not args.json:
-            out.write_text(json.dumps({"machine": facts, "rows": [r.to_dict() for r in rows]},
-                                      indent=2, default=str) + "\n")  # fmt: skip
-        else:
-            out.write_text(text + "\n")
+        _write(args, rows, facts, text)
     if any(r.status == "no-gpu" for r in rows):
         return EXIT_NO_GPU
     return EXIT_PASS if all(r.status == "pass" and not r.flags for r in rows) else EXIT_FAIL
