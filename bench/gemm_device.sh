@@ -23,8 +23,21 @@ for k in ${PROFILE:-}; do
     --section WarpStateStats --section LaunchStats -k "regex:^$k" -c 1 \
     python3 bench/gemm_bench.py "$k" --profile-once 2>&1 | tee -a "$OUT/ncu.txt" | tail -60
 done
+# opcode counts of ours and nvcc's machine code, side by side (what each build really runs)
+for k in $KERNELS; do
+  arch=sm_90; grep -q "sm_90a" "fewshot/kernels/$k/kernel.ptx" && arch=sm_90a
+  ptxas -arch=$arch "fewshot/kernels/$k/kernel.ptx" -o /tmp/$k.ours.cubin
+  nvcc -O3 -cubin -gencode=arch=${arch/sm_/compute_},code=$arch "fewshot/kernels/$k/reference.cu" -o /tmp/$k.nvcc.cubin
+  for who in ours nvcc; do
+    printf '%s %s: ' "$k" "$who"
+    cuobjdump --dump-sass /tmp/$k.$who.cubin \
+      | sed -nE 's/^ +\/\*[0-9a-f]+\*\/ +(@!?U?P[A-Z0-9]+ +)?([A-Z][A-Z0-9._]+).*/\2/p' \
+      | sort | uniq -c | sort -rn | head -14 | awk '{printf "%s %s, ", $2, $1}'
+    echo
+  done
+done 2>&1 | tee "$OUT/sass-opcodes.txt"
 if [ -n "${HARNESS:-}" ]; then  # the same kernels through the project's harness (ptxls test)
   source scripts/device-env.sh
-  timeout 200 python3 -m pytest tests/gpu/test_library_gpu.py -p no:cacheprovider -q \
-    -k "${HARNESS}" 2>&1 | tee "$OUT/harness-pytest.txt" | tail -25
+  timeout 240 python3 -m pytest tests/gpu/test_library_gpu.py tests/gpu/test_library_gemm.py \
+    -p no:cacheprovider -q -rs -k "${HARNESS}" 2>&1 | tee "$OUT/harness-pytest.txt" | tail -30
 fi
