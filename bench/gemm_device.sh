@@ -31,7 +31,7 @@ for k in $KERNELS; do
   for who in ours nvcc; do
     printf '%s %s: ' "$k" "$who"
     cuobjdump --dump-sass /tmp/$k.$who.cubin \
-      | sed -nE 's/^ +\/\*[0-9a-f]+\*\/ +(@!?U?P[A-Z0-9]+ +)?([A-Z][A-Z0-9._]+).*/\2/p' \
+      | sed -nE 's/^ +\/\*[0-9a-f]+\*\/ +(@!?U?P[A-Z0-9]+ +)?([A-Z][A-Za-z0-9._]+).*/\2/p' \
       | sort | uniq -c | sort -rn | head -14 | awk '{printf "%s %s, ", $2, $1}'
     echo
   done
