@@ -5,7 +5,11 @@
 # launch of each named in PROFILE. Results under $OUT (the device tool brings them back).
 # Usage: bash bench/gemm_device.sh [KERNEL...]   (PROFILE="sgemm_128x128 ..." to profile)
 set -o pipefail
-OUT=${OUT:-/tmp/gemm-out}; mkdir -p "$OUT"
+# the device tool brings back at most 8 files: everything is written under $W and packed into
+# $OUT/gemm-run.tgz on exit (bench.log also stays readable on its own)
+FINAL=${OUT:-/tmp/gemm-out}; mkdir -p "$FINAL"
+W=$(mktemp -d /tmp/gemm-run.XXXX); OUT=$W
+trap 'tar czf "$FINAL/gemm-run.tgz" -C "$W" . ; cp "$W/bench.log" "$FINAL/" 2>/dev/null' EXIT
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,power.limit \
   --format=csv | tee "$OUT/machine.txt"
