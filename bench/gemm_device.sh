@@ -21,6 +21,9 @@ for k in $KERNELS; do
   timeout 240 python3 bench/gemm_bench.py "$k" --runs ${RUNS:-20} --json "$OUT/gemm-$k.json" 2>&1 | tee -a "$OUT/bench.log"
   echo "exit $?"
 done
+echo "clocks right after the timed runs:" >> "$OUT/machine.txt"
+nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv \
+  | tee -a "$OUT/machine.txt"
 # Nsight Compute only where a target was missed (or PROFILE names the kernel): the evidence
 # of why, from one launch at the largest bench shape
 MISSED=$(python3 - "$OUT" $KERNELS <<'PY'
