@@ -269,8 +269,9 @@ def run_kernel(torch, drv: Driver, name: str, arch: str, tests, benches, runs: i
     for p in tests():
         row = {"shape": p.label}
         for who, cubin in (("ours", ours_bin), ("nvcc", ref_bin)):
-            fn = fns.get((who, p.shared)) or drv.function(cubin, name, p.shared)
-            fns[(who, p.shared)] = fn
+            if (who, p.shared) not in fns:
+                fns[(who, p.shared)] = drv.function(cubin, name, p.shared)
+            fn = fns[(who, p.shared)]
             prepare(torch, p, flush)
             before = [t.clone() for t in p.inputs]
             drv.launch(fn, p, stream)
@@ -285,9 +286,10 @@ def run_kernel(torch, drv: Driver, name: str, arch: str, tests, benches, runs: i
         print(f"  test {name} {p.label}: ours {row['ours']} nvcc {row['nvcc']}", flush=True)
     # timing at the bench shapes
     for p in benches():
-        fo = fns.get(("ours", p.shared)) or drv.function(ours_bin, name, p.shared)
-        fr = fns.get(("nvcc", p.shared)) or drv.function(ref_bin, name, p.shared)
-        fns[("ours", p.shared)], fns[("nvcc", p.shared)] = fo, fr
+        for who, cubin in (("ours", ours_bin), ("nvcc", ref_bin)):
+            if (who, p.shared) not in fns:
+                fns[(who, p.shared)] = drv.function(cubin, name, p.shared)
+        fo, fr = fns[("ours", p.shared)], fns[("nvcc", p.shared)]
         contenders = {
             "ours": lambda fo=fo, p=p: drv.launch(fo, p, stream),
             "nvcc": lambda fr=fr, p=p: drv.launch(fr, p, stream),
