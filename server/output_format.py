@@ -39,8 +39,10 @@ def markdown_to_text(markdown: str) -> str:
     lines = markdown.splitlines()
     i = 0
     while i < len(lines):
-        if lines[i].lstrip().startswith("|") and i + 1 < len(lines) and _TABLE_RULE.match(
-            lines[i + 1].strip()
+        if (
+            lines[i].lstrip().startswith("|")
+            and i + 1 < len(lines)
+            and _TABLE_RULE.match(lines[i + 1].strip())
         ):
             j = i + 2
             while j < len(lines) and lines[j].lstrip().startswith("|"):
