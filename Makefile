@@ -25,3 +25,6 @@ lint: setup
 
 bench: setup
 	$(BIN)/python bench/diagnostics_latency.py
+
+e2e-vscode: setup
+	bash .ci/vscode-e2e.sh

@@ -107,7 +107,7 @@ async function runScenario(page, workspace, oracle) {
     const progress = page.locator(".notifications-toasts .notification-toast", { hasText: "creating a Python environment for ptxls" }).first();
     await progress.waitFor({ timeout: SLOW });
     // A moment where pip is fetching or installing, as a person would watch it.
-    await progress.getByText(/installing|downloading|looking up/).first().waitFor({ timeout: SETUP }).catch(() => undefined);
+    await progress.getByText(/looking up|downloading|installing the downloaded/).first().waitFor({ timeout: SETUP }).catch(() => undefined);
     await shot(page, "setup-progress");
     await page.locator(".statusbar-item", { hasText: "ptxas" }).first().waitFor({ timeout: SETUP });
     if (!existsSync(managedPython)) throw new Error(`the server runs, but ${managedPython} does not exist`);
@@ -307,6 +307,21 @@ async function runScenario(page, workspace, oracle) {
     const leaks = filesContaining([join(tmpRoot, "user-data"), workspace, OUT], API_KEY);
     if (leaks.length) throw new Error(`the API key appears in ${leaks.join(", ")}`);
     return `status bar shows "${LLM_MODEL}" after the key was set; the key is in no log, setting or workspace file`;
+  });
+
+  await step("an environment made from another build of the extension is updated before the server starts", async () => {
+    const marker = join(dirname(dirname(managedPython)), "ptxls-bundled-wheel.txt");
+    if (!existsSync(marker)) return skip(`no ${marker}: the environment was not made by this run`);
+    // As if an older .vsix had made it: its wheel's identity differs from the bundled one.
+    writeFileSync(marker, "ptxls-0.0.0-py3-none-any.whl sha256:older\n");
+    await runCommand(page, "Notifications: Clear All Notifications");
+    await runCommand(page, "ptxls: Restart server");
+    const progress = page.locator(".notifications-toasts .notification-toast", { hasText: "updating the ptxls environment" }).first();
+    await progress.waitFor({ timeout: SLOW });
+    await page.locator(".statusbar-item", { hasText: "ptxas" }).first().waitFor({ timeout: SETUP });
+    const now = readFileSync(marker, "utf8");
+    if (!/^ptxls-.*\.whl sha256:[0-9a-f]{64}$/m.test(now)) throw new Error(`the marker was not rewritten: "${now.trim()}"`);
+    return `progress "updating the ptxls environment" shown; the environment now records ${now.trim().slice(0, 40)}…; server back`;
   });
 
   await step("a wrong interpreter gets a notification saying how to fix it", async () => {
@@ -648,7 +663,8 @@ function makeWorkspace(dir) {
     if (!existsSync(join(EXAMPLES, name))) throw new Error(`${join(EXAMPLES, name)} is missing`);
   }
   // The examples minus vec_add.ptx: the code action must create it.
-  cpSync(EXAMPLES, dir, { recursive: true, filter: (src) => !src.endsWith("/vec_add.ptx") });
+  // (and minus .ptxls/, the scratch folder earlier runs of ptxls may have left there)
+  cpSync(EXAMPLES, dir, { recursive: true, filter: (src) => !src.endsWith("/vec_add.ptx") && !src.endsWith("/.ptxls") });
   // A clean kernel whose .target differs from the default arch, for the status bar.
   writeFileSync(join(dir, SM80_FILE), readFileSync(join(EXAMPLES, "broken.ptx"), "utf8").replace(/\.target sm_\d+\w*/, ".target sm_80").replace(/^(\s*\.reg\s+\.b32\s+%r<)6>/m, "$17>"));
   mkdirSync(join(dir, ".vscode"), { recursive: true });

@@ -4,10 +4,11 @@
 // from the Python extension or python3 on PATH; the ptxls wheel that ships inside the .vsix
 // (bundled/) is installed into it with its dependencies from the package index.
 //
-// The venv remembers which bundled wheel it got (ptxls-bundled-wheel.txt), so an updated
-// extension updates its environment before starting the server.
+// The venv remembers which bundled wheel it got (ptxls-bundled-wheel.txt: name and sha256), so
+// an updated extension updates its environment before starting the server.
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as vscode from "vscode";
 import { selectedInterpreter } from "./pythonExtension";
@@ -32,7 +33,9 @@ function pythonIn(dir: string): string {
 export function managedEnvironments(context: vscode.ExtensionContext): ManagedEnvironment[] {
   const places: ManagedEnvironment[] = [];
   const folder = vscode.workspace.workspaceFolders?.[0];
-  if (folder?.uri.scheme === "file") {
+  // Only in a trusted workspace: a cloned repository could ship its own .ptxls/venv/bin/python,
+  // and starting it would run that repository's code.
+  if (folder?.uri.scheme === "file" && vscode.workspace.isTrusted) {
     const dir = join(folder.uri.fsPath, ".ptxls", "venv");
     places.push({ place: "workspace", dir, python: pythonIn(dir) });
   }
@@ -51,8 +54,10 @@ export function bundledWheel(context: vscode.ExtensionContext): string | undefin
   return wheels.length ? join(folder, wheels.sort().pop() as string) : undefined;
 }
 
+// Name and content hash: a rebuilt wheel with the same version still counts as new.
 function wheelIdentity(wheel: string): string {
-  return `${wheel.split(/[\\/]/).pop()} ${statSync(wheel).size}`;
+  const sha = createHash("sha256").update(readFileSync(wheel)).digest("hex");
+  return `${wheel.split(/[\\/]/).pop()} sha256:${sha}`;
 }
 
 // True when the environment was made from another bundled wheel than the one shipped now.
@@ -146,10 +151,18 @@ export class EnvironmentMaker {
         return { ok: false, problem };
       }
     }
+    const pipInstall = ["-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--progress-bar", "off"];
+    if (update) {
+      // Same version number, new build: pip would call it satisfied and keep the old files.
+      report("replacing ptxls with the extension's new build…");
+      const replaced = await this.run(env.python, [...pipInstall, "--force-reinstall", "--no-deps", wheel], token);
+      if (replaced.cancelled) return { ok: false, problem: "cancelled", cancelled: true };
+      if (replaced.code !== 0) return { ok: false, problem: explainPipFailure(replaced.output, replaced.code) };
+    }
     report("installing ptxls and its dependencies from the package index (about 600 MB the first time)…");
     const pip = await this.run(
       env.python,
-      ["-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--progress-bar", "off", wheel],
+      [...pipInstall, wheel],
       token,
       (line) => {
         const message = progressFromPipLine(line);
