@@ -81,6 +81,12 @@ _hosts_told: set[str] = set()
 # refuses one gets the other, and one that refuses both gets neither.
 _TOKEN_PARAMS = ("max_tokens", "max_completion_tokens")
 _ADAPTABLE = (*_TOKEN_PARAMS, "temperature", "seed", "reasoning_effort")
+# a token limit the endpoint takes but not at this value ("max_tokens is too large: 8192 ...
+# supports at most 4096", vLLM's "maximum context length is 4096 tokens ... reduce the length")
+_TOO_LARGE = re.compile(
+    r"(?i)too large|at most|maximum context|context length|context window|exceed|"
+    r"reduce the length|greater than|too many tokens"
+)
 _REFUSAL_WORDS = re.compile(
     r"(?i)unsupported|not supported|does not support|unrecognized|unknown|not allowed|"
     r"not permitted|extra (?:inputs|fields)|unexpected|invalid|only the default|not available"
@@ -124,6 +130,11 @@ def refused_parameter(exc, sent: dict) -> str | None:
         p = param.rsplit(".", 1)[-1].strip("[]'\" ")
         if p in sent and p in _ADAPTABLE:
             return p
+    if _TOO_LARGE.search(text):
+        # a context-length error names no parameter: it is the token limit we sent
+        limit = next((p for p in _TOKEN_PARAMS if p in sent), None)
+        if limit:
+            return limit
     if not (_REFUSAL_WORDS.search(text) or code in ("unsupported_parameter", "unsupported_value")):
         return None
     lowered = text.lower()
@@ -161,6 +172,11 @@ class _Broken(Exception):
     """A body that stopped mid-way (connection reset, bad chunking): retried like a 5xx."""
 
 
+def limit_too_large(exc) -> bool:
+    """Whether a refusal of the token limit is about its value, not its name."""
+    return bool(_TOO_LARGE.search(_error_fields(exc)[2]))
+
+
 class _Refused(Exception):
     """A 400 that refuses a parameter we can change; the caller adapts and asks again."""
 
@@ -168,6 +184,7 @@ class _Refused(Exception):
         super().__init__(param)
         self.param = param
         self.original = original
+        self.too_large = param in _TOKEN_PARAMS and limit_too_large(original)
 
 
 @dataclass
@@ -246,11 +263,19 @@ class LlmClient:
                     params[instead] = value
         return params
 
-    def _adapt(self, param: str, sent: dict) -> str | None:
+    def _adapt(self, param: str, sent: dict, too_large: bool = False) -> str | None:
         """Record what to do about a refused parameter; the note to report, or None when there
         is nothing left to try (the refusal is final)."""
         with _adapted_lock:
             changes = _adapted.setdefault(self._key, {})
+            if param in _TOKEN_PARAMS and too_large:
+                # the endpoint takes the parameter, not this value: let its own limit apply
+                original = next((k for k, v in changes.items() if v == param), param)
+                changes[original] = None
+                return (
+                    f"endpoint refused '{param}'={sent.get(param)} as too large; sent no token "
+                    "limit (the endpoint's own applies; lower ptxls.llm.maxTokens to set one)"
+                )
             if param in _TOKEN_PARAMS:
                 other = _TOKEN_PARAMS[1] if param == _TOKEN_PARAMS[0] else _TOKEN_PARAMS[0]
                 original = next((k for k, v in changes.items() if v == param), param)
@@ -494,7 +519,7 @@ class LlmClient:
             except LlmError:
                 raise
             except _Refused as r:
-                note = self._adapt(r.param, params)
+                note = self._adapt(r.param, params, r.too_large)
                 if note is None:
                     raise LlmError(
                         "bad_request",

@@ -164,6 +164,38 @@ async def test_an_endpoint_refusing_both_token_limits_gets_none(llm):
     assert any("sent no token limit" in n for n in reply.notes)
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        {  # OpenAI, a chat model asked for more completion tokens than it has
+            "error": {
+                "message": "max_tokens is too large: 8192. This model supports at most 4096 "
+                "completion tokens, whereas you provided 8192.",
+                "type": "invalid_request_error",
+                "param": "max_tokens",
+                "code": None,
+            }
+        },
+        {  # vLLM: the prompt and the limit together exceed the model's context
+            "object": "error",
+            "message": "This model's maximum context length is 4096 tokens. However, you "
+            "requested 8292 tokens (100 in the messages, 8192 in the completion). Please reduce "
+            "the length of the messages or completion.",
+            "type": "BadRequestError",
+            "param": None,
+            "code": 400,
+        },
+    ],
+    ids=["openai-too-large", "vllm-context-length"],
+)
+async def test_a_token_limit_too_large_for_the_model_is_dropped_not_renamed(llm, body):
+    llm.gate = lambda b: (400, body) if b.get("max_tokens", 0) > 4096 else None
+    reply = await chat(llm, [Step("ok")])
+    assert reply.text == "ok"
+    assert sent(llm) == [{"max_tokens", "temperature", "seed"}, {"temperature", "seed"}]
+    assert any("as too large; sent no token limit" in n for n in reply.notes)
+
+
 async def test_a_400_naming_nothing_adaptable_is_final(llm):
     llm.gate = lambda b: (
         400,
