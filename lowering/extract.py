@@ -29,6 +29,7 @@ milliseconds to seconds, never hours.
 from __future__ import annotations
 
 import bisect
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -74,8 +75,38 @@ def normalise(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+_HARMONY_FINAL = "<|channel|>final<|message|>"
+_HARMONY_TOKEN = re.compile(r"<\|[a-z_]{1,20}\|>")
+
+
+def _split_harmony(text: str) -> tuple[str, str]:
+    """gpt-oss's "harmony" format leaked as text (a server without its parser): the analysis
+    channel is reasoning, the final channel the answer."""
+    at = text.rfind(_HARMONY_FINAL)
+    if at < 0:
+        if text.lstrip().startswith(
+            ("<|channel|>analysis", "<|start|>assistant<|channel|>analysis")
+        ):
+            return "", _HARMONY_TOKEN.sub("\n", text).strip()  # cut before the final channel
+        return text, ""
+    answer = text[at + len(_HARMONY_FINAL) :]
+    for end in ("<|return|>", "<|end|>", "<|call|>"):
+        cut = answer.find(end)
+        if cut >= 0:
+            answer = answer[:cut]
+    return answer, _HARMONY_TOKEN.sub("\n", text[:at]).strip()
+
+
 def split_reasoning(text: str) -> tuple[str, str]:
     """(answer, reasoning): reasoning sections cut out of the text, in one pass."""
+    harmony = ""
+    if "<|channel|>" in text:
+        text, harmony = _split_harmony(text)
+    answer, reasoning = _split_think(text)
+    return answer, "\n\n".join(r for r in (harmony, reasoning) if r)
+
+
+def _split_think(text: str) -> tuple[str, str]:
     low = text.lower()
     answer: list[str] = []
     reasoning: list[str] = []
@@ -583,22 +614,59 @@ def _cut_note(finish_reason: str | None) -> str:
     )
 
 
+def _over_limits(text: str) -> str:
+    for what, (needles, most) in LIMITS.items():
+        source = text.lower() if what == "reasoning tags" else text
+        count = sum(map(source.count, needles))
+        if count > most:
+            return (
+                f"the reply has {count} {what}, more than the {most} ptxls reads in one "
+                "reply; answer with only the PTX module, in one ```ptx block"
+            )
+    return ""
+
+
+def _unwrap_json(answer: str) -> tuple[str, str]:
+    """A reply that is a JSON object (``{"ptx": "..."}``, bare or in a ```json fence), as
+    models asked for structured output write it: the last string member that declares an
+    entry, and a note. Anything else: unchanged."""
+    body = answer.strip()
+    if body.startswith("```"):
+        first_nl = body.find("\n")
+        if first_nl < 0 or not body[:first_nl].lower().strip("`~ ").startswith("json"):
+            return answer, ""
+        body = body[first_nl + 1 :].rstrip().rstrip("`~").strip()
+    if not (body.startswith("{") and body.endswith("}") and ".entry" in body):
+        return answer, ""
+    try:
+        obj = json.loads(body)
+    except ValueError:
+        return answer, ""
+    if not isinstance(obj, dict):
+        return answer, ""
+    found = [(k, v) for k, v in obj.items() if isinstance(v, str) and ".entry" in v]
+    if not found:
+        return answer, ""
+    key, value = found[-1]
+    return value, f"the reply was a JSON object; took its {str(key)[:40]!r} member"
+
+
 def extract_ptx(
     reply: str | None, kernel: str | None = None, *, finish_reason: str | None = None
 ) -> Extraction:
     """The PTX answer in ``reply`` for the entry ``kernel`` (None: any entry)."""
     cut = finish_reason == "length"
     text = normalise(reply or "")
-    for what, (needles, most) in LIMITS.items():
-        source = text.lower() if what == "reasoning tags" else text
-        count = sum(map(source.count, needles))
-        if count > most:
-            return Extraction(
-                None,
-                f"the reply has {count} {what}, more than the {most} ptxls reads in one "
-                "reply; answer with only the PTX module, in one ```ptx block",
-            )
+    too_much = _over_limits(text)
+    if too_much:
+        return Extraction(None, too_much)
     answer, reasoning = split_reasoning(text)
+    answer, unwrapped = _unwrap_json(answer)
+    if unwrapped:
+        answer = normalise(answer)
+        too_much = _over_limits(answer)
+        if too_much:
+            return Extraction(None, too_much, reasoning=reasoning)
     if not answer.strip():
         if cut:
             problem = (
@@ -632,7 +700,7 @@ def extract_ptx(
     with_entry = [(s, m) for s, m in analysed if m.entries()]
     named = [(s, m) for s, m in with_entry if kernel and m.declares(kernel)]
     pool = named or with_entry
-    notes: list[str] = []
+    notes: list[str] = [unwrapped] if unwrapped else []
     gputest_lines = sum(1 for line in lines if "@gputest" in line)
     if gputest_lines:
         notes.append(
