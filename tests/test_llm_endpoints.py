@@ -362,6 +362,28 @@ async def test_invalid_bodies_are_named_as_such(llm, step, stream, words):
     assert "empty" not in str(err.value)
 
 
+COMPLETION = (
+    b'{"id": "x", "object": "chat.completion", "model": "scripted-model", "choices": [{"index": 0,'
+    b' "message": {"role": "assistant", "content": [{"type": "text", "text": "part one, "},'
+    b' {"type": "text", "text": "part two"}]}, "finish_reason": "stop"}]}'
+)
+SSE = (
+    b'data: {"choices": [{"index": 0, "delta": {"content": "stre"}, "finish_reason": null}]}\r\n\r\n'
+    b": keep-alive comment\n\n"
+    b'data: {"choices": [{"index": 0, "delta": {"content": "amed"}, "finish_reason": "stop"}]}\n\n'
+    b"data: [DONE]\n\n"
+)
+
+
+async def test_servers_that_ignore_the_stream_flag_or_send_content_parts(llm):
+    # JSON (content as a list of parts) to a request that asked for a stream
+    reply = await chat(llm, [Step(raw_body=COMPLETION)], stream=True)
+    assert reply.text == "part one, part two" and not reply.streamed
+    # SSE (CRLF framing, a comment line) to a request that did not
+    reply = await chat(llm, [Step(raw_body=SSE, content_type="text/event-stream")], stream=False)
+    assert reply.text == "streamed" and reply.streamed and reply.finish_reason == "stop"
+
+
 async def test_an_error_inside_a_200_is_reported(llm):
     body = b'{"error": {"message": "model is loading", "type": "server_error"}}'
     with pytest.raises(LlmError) as err:
