@@ -41,7 +41,6 @@ MAX_BODY_BYTES = 128 << 20  # a 100 MB .ptx still fits; 10**12 does not
 MAX_HEADER_LINE = 64 << 10
 _CHUNK = 64 << 10
 _HEADER = re.compile(rb"Content-Length:[ \t]*(\d{1,20})[ \t]*\r?\n?$", re.IGNORECASE)
-_HEADER_ANYWHERE = re.compile(rb"Content-Length:[ \t]*\d{1,20}[ \t]*\r?\n", re.IGNORECASE)
 
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
 SERVER_NOT_INITIALIZED = -32002
@@ -100,6 +99,7 @@ class _Input:
 
 
 _PARSE_FAILED = object()
+_END = object()  # the end of input (a body may well be JSON null)
 
 
 class MessageLoop:
@@ -123,16 +123,16 @@ class MessageLoop:
                 while not stop.is_set():
                     item = self._next_message()
                     loop.call_soon_threadsafe(queue.put_nowait, item)
-                    if item is None:
+                    if item is _END:
                         return
             except Exception:  # noqa: BLE001 - the stream broke: end the session, say why
                 log.exception("reading the client's input failed")
-                loop.call_soon_threadsafe(queue.put_nowait, None)
+                loop.call_soon_threadsafe(queue.put_nowait, _END)
 
         threading.Thread(target=read_all, name="ptxls-stdin", daemon=True).start()
         while not stop.is_set():
             item = await queue.get()
-            if item is None:
+            if item is _END:
                 return
             if item is _PARSE_FAILED:
                 self.send_error(None, PARSE_ERROR, "Parse error: the message body is not JSON")
@@ -140,15 +140,15 @@ class MessageLoop:
             self.dispatch(item)
 
     def _next_message(self):
-        """The next message as parsed JSON, _PARSE_FAILED, or None at the end of input."""
+        """The next message as parsed JSON, _PARSE_FAILED, or _END at the end of input."""
         length = self._headers()
         if length is None:
             log.info("the client closed the input stream")
-            return None
+            return _END
         body = self.input.read(length)
         if len(body) < length:
             log.info("the input ended inside a message")
-            return None
+            return _END
         try:
             return json.loads(body)
         except (ValueError, RecursionError):
@@ -210,6 +210,11 @@ class MessageLoop:
                 self.send_error(msg_id, INVALID_REQUEST,
                                 "Invalid Request: the server was asked to shut down")  # fmt: skip
             return
+        if is_request and _is_notification(self.protocol, method):
+            # pygls would run it as a notification and never answer the id.
+            self.send_error(msg_id, INVALID_REQUEST,
+                            f"Invalid Request: {_short(method)} is a notification (no id)")  # fmt: skip
+            return
         try:
             message = self.protocol.structure_message(data)
         except JsonRpcException as e:
@@ -237,9 +242,17 @@ class MessageLoop:
     def _resync(self, body: bytes) -> None:
         """A body that is not JSON may hold the start of the next message (its announced length
         was too long): read again from the first header inside it."""
-        m = _HEADER_ANYWHERE.search(body, 1)
-        if m:
-            self.input.push_back(body[m.start() :])
+        at = body.find(b"Content-Length:", 1)
+        if at >= 0:  # the header may be whole or cut after the colon: the line reader copes
+            self.input.push_back(body[at:])
+            return
+        # The body may end inside the next header ("...}Conte"): keep that part for the line
+        # reader, which finds the header in "Content-Length: N" once the rest arrives.
+        key = b"Content-Length:"
+        for k in range(min(len(key), len(body) - 1), 0, -1):
+            if body.endswith(key[:k]):
+                self.input.push_back(body[-k:])
+                return
 
     def send_error(self, msg_id, code: int, message: str) -> None:
         payload = {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
@@ -248,6 +261,16 @@ class MessageLoop:
             self.writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
         except (BrokenPipeError, OSError, ValueError):
             log.error("could not write to the client")
+
+
+def _is_notification(protocol, method: str) -> bool:
+    """Whether the LSP defines ``method`` as a notification (its message type has no id)."""
+    try:
+        cls = protocol.get_message_type(method)
+    except Exception:  # noqa: BLE001 - an unknown method is not a notification
+        return False
+    fields = getattr(cls, "__attrs_attrs__", None)
+    return fields is not None and not any(f.name == "id" for f in fields)
 
 
 def _is_id(value) -> bool:
