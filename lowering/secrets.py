@@ -29,30 +29,117 @@ MIN_SECRET_LEN = 6  # shorter strings would redact innocent text; a real key is 
 _known: set[str] = set()
 _known_lock = threading.Lock()
 
-# Each alternative keeps its label (group 1) and replaces only the secret after it.
-_LABELLED = re.compile(
-    r"""(?ix)
+# What a secret looks like after its label. No quote, backslash or bracket: a scrubbed JSON text
+# stays valid JSON (an escape sequence is never cut in half). Bounded, so each match is short.
+_VALUE = r"""[^\s"'&,;<>()\[\]{}\\]{4,512}"""
+_SEP = r"""["']?\s{0,20}[:=]\s{0,20}["']?"""
+# Each labelled shape: the lowercase needle that must occur (found with str.find, at C speed)
+# and the pattern matched right there, case-insensitively — label in group 1 (kept), the
+# secret after it (replaced).
+_LABELLED_SOURCES: list[tuple[str, str]] = [
+    ("bearer", r"(bearer\s{1,20})" + _VALUE),
     (
-        \bbearer\s+                                              # Authorization: Bearer X
-      | \bauthorization["']?\s*[:=]\s*["']?(?!bearer\b)          # Authorization: X
-        (?:(?:basic|token|digest|apikey)\s+)?                     # ... or: Basic X
-      | \b(?:x-)?api[-_]?key["']?\s*[:=]\s*["']?                 # api_key=X, "api-key": "X"
-      | [?&](?:key|token|access_token|auth|sig|signature)=       # ?key=X in a URL query
-      | \b(?:access|refresh|id)_token["']?\s*[:=]\s*["']?
+        "authoriz",
+        r"(authorization"
+        + _SEP
+        + r"(?!bearer\b)(?:(?:basic|token|digest|apikey)\s{1,20})?)"
+        + _VALUE,
+    ),
+    *((n, r"((?:x-)?" + n + _SEP + ")" + _VALUE) for n in ("api_key", "api-key", "apikey")),
+    *((n, "(" + n + _SEP + ")" + _VALUE) for n in ("access_token", "refresh_token", "id_token")),
+    *(
+        (sep + name + "=", "(" + re.escape(sep + name) + "=)" + _VALUE)
+        for sep in "?&"
+        for name in ("key", "token", "access_token", "auth", "sig", "signature")
+    ),
+]
+_SHAPES = [(n, re.compile(src, re.I)) for n, src in _LABELLED_SOURCES]
+# the same, unanchored, for one pass over hostile text (pass 1 in ``scrub``)
+_SHAPES_SWEEP = [
+    re.compile(("" if n[0] in "?&" else r"(?<![A-Za-z0-9_])") + src, re.I)
+    for n, src in _LABELLED_SOURCES
+]
+# Keys recognisable by their prefix (OpenAI sk-/sk-proj-, Anthropic sk-ant-, GitHub, Hugging
+# Face): the whole key is replaced. Case-sensitive needles.
+_PREFIXED_SOURCES: list[tuple[str, str]] = [
+    *((p, re.escape(p) + r"[A-Za-z0-9_-]{12,512}") for p in ("sk-", "rk-", "pk-")),
+    *(
+        (p, re.escape(p) + r"[A-Za-z0-9]{20,512}")
+        for p in ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "hf_")
+    ),
+]
+_PREFIXED = [(n, re.compile(src)) for n, src in _PREFIXED_SOURCES]
+_PREFIXED_SWEEP = [re.compile(r"(?<![A-Za-z0-9_])" + src) for _, src in _PREFIXED_SOURCES]
+# scheme://userinfo@host: the userinfo (user:password, or a token as the user name)
+_USERINFO = re.compile(r"""://([^/\s@"'<>\\]{1,256})@""")
+
+
+def _word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+_MANY = 1000  # past this many occurrences of a needle, one regex pass instead of a find loop
+
+
+def _sweep(text: str) -> tuple[str, set[str]]:
+    """Pass 1, for hostile text: a shape whose needle occurs more than _MANY times is replaced
+    in one C-level ``re.sub`` over the text (no Python work per occurrence). Returns the text
+    and the needles swept this way (pass 2 leaves them alone)."""
+    swept: set[str] = set()
+    low = text.lower()
+    for (needle, _), sweep in zip(_SHAPES, _SHAPES_SWEEP, strict=True):
+        if low.count(needle) > _MANY:
+            text = sweep.sub(r"\g<1>" + REDACTED, text)
+            low = text.lower()
+            swept.add(needle)
+    for (needle, _), sweep in zip(_PREFIXED, _PREFIXED_SWEEP, strict=True):
+        if text.count(needle) > _MANY:
+            text = sweep.sub(REDACTED, text)
+            swept.add(needle)
+    if text.count("://") > _MANY:
+        text = _USERINFO.sub("://" + REDACTED + "@", text)
+        swept.add("://")
+    return text, swept
+
+
+def _spans(text: str, swept: set[str]) -> list[tuple[int, int, str]]:
+    """Pass 2: (start, end, replacement) of each secret-shaped piece, matched only where its
+    needle occurs (found with str.find)."""
+    low = text.lower()
+    found: list[tuple[int, int, str]] = []
+    for needle, pattern in _SHAPES:
+        at = -1 if needle in swept else low.find(needle)
+        while at >= 0:
+            if needle[0] in "?&" or at == 0 or not _word_char(low[at - 1]):
+                start = at - 2 if needle == "api_key" and low[max(at - 2, 0) : at] == "x-" else at
+                m = pattern.match(text, start)
+                if m:
+                    found.append((m.end(1), m.end(), REDACTED))
+            at = low.find(needle, at + len(needle))
+    for prefix, pattern in _PREFIXED:
+        at = -1 if prefix in swept else text.find(prefix)
+        while at >= 0:
+            if at == 0 or not _word_char(text[at - 1]):
+                m = pattern.match(text, at)
+                if m:
+                    found.append((m.start(), m.end(), REDACTED))
+            at = text.find(prefix, at + len(prefix))
+    at = -1 if "://" in swept else text.find("://")
+    while at >= 0:
+        m = _USERINFO.match(text, at)
+        if m:
+            found.append((m.start(1), m.end(1), REDACTED))
+        at = text.find("://", at + 3)
+    return found
+
+
+def _needs_patterns(low: str) -> bool:
+    return (
+        any(n in low for n in ("bearer", "authoriz", "api_key", "api-key", "apikey", "_token"))
+        or ("key=" in low or "token=" in low or "auth=" in low or "sig" in low)
+        or any(p in low for p in ("sk-", "rk-", "pk-", "gh", "hf_"))
+        or ("://" in low and "@" in low)
     )
-    [^\s"'&,;<>()\[\]{}]{4,}
-    """
-)
-# sk-… keys (OpenAI sk-, sk-proj-, Anthropic sk-ant-), and other providers' usual prefixes
-_KEY_SHAPED = re.compile(
-    r"\b(?:sk|rk|pk)-[A-Za-z0-9_-]{12,}|\bgh[pousr]_[A-Za-z0-9]{20,}|\bhf_[A-Za-z0-9]{20,}"
-)
-# scheme://userinfo@host — the userinfo (user:password, or a token as the user name)
-_URL_USERINFO = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]{0,20}://)[^/\s@\"'<>]{1,256}@")
-# a cheap test that decides whether the regexes need to run at all
-_TRIGGER = re.compile(
-    r"(?i)bearer|authoriz|api[-_]?key|token|[?&](?:key|auth|sig)|sk-|rk-|pk-|gh[pousr]_|hf_|://[^/\s]*@"
-)
 
 
 def remember_secret(secret: str | None) -> None:
@@ -84,20 +171,33 @@ def _secrets(key: str | None) -> list[str]:
 
 
 def scrub(text: str, key: str | None = None) -> str:
-    """``text`` without the key (``key``, else the environment's) or anything shaped like one."""
+    """``text`` without the key (``key``, else the environment's) or anything shaped like one.
+    Linear: the key is removed with str.replace, and each shape is matched only where its
+    needle occurs. Most text contains no needle and comes back after a few substring tests."""
     if not text:
         return text
     if not isinstance(text, str):
         text = str(text)
+    if len(text) < MIN_SECRET_LEN:  # too short to hold a key or a labelled secret
+        return text
     for secret in _secrets(key):
         if secret in text:
             text = text.replace(secret, REDACTED)
-    if not _TRIGGER.search(text):
+    if not _needs_patterns(text.lower()):
         return text
-    text = _LABELLED.sub(lambda m: m.group(1) + REDACTED, text)
-    text = _KEY_SHAPED.sub(REDACTED, text)
-    text = _URL_USERINFO.sub(lambda m: m.group(1) + REDACTED + "@", text)
-    return text
+    text, swept = _sweep(text)
+    spans = sorted(_spans(text, swept))
+    if not spans:
+        return text
+    out, pos = [], 0
+    for start, end, replacement in spans:
+        if start < pos:  # overlapping shapes: the first one already covers it
+            continue
+        out.append(text[pos:start])
+        out.append(replacement)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def scrub_value(value, key: str | None = None):
