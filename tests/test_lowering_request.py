@@ -98,23 +98,32 @@ def test_request_without_a_usable_spec_says_why(tmp_path, edit, reason):
 
 
 async def test_without_a_gpu_the_request_is_compile_checked_and_says_why(tmp_path):
+    from ptxls.lowering.service import close_gpu_worker
     from ptxls.lowering.verify import gpu_availability
 
     available, reason = await gpu_availability()
+    await close_gpu_worker()
     if available:
         pytest.skip("a GPU is present: the GPU test below covers this machine")
     job, src = _job(tmp_path)
-    _, why, spec = await default_verifier(src, job)
+    try:
+        _, why, spec = await default_verifier(src, job)
+    finally:
+        from ptxls.lowering.service import close_gpu_worker
+
+        await close_gpu_worker()  # the availability check started one in this test's loop
     assert spec is not None  # the request block carries @gputest lines: a spec, just no GPU
     assert why == reason and "no CUDA device" in why
 
 
 @pytest.mark.gpu
 async def test_request_lowering_ends_gpu_verified_after_a_numeric_repair(tmp_path):
+    from ptxls.lowering.service import close_gpu_worker
     from ptxls.lowering.verify import gpu_availability
 
     available, reason = await gpu_availability()
     if not available:
+        await close_gpu_worker()  # started in this test's loop: closed before the loop ends
         pytest.skip(reason)
     pytest.importorskip("openai")
     from ptxls.lowering.service import lower_llm
