@@ -95,14 +95,42 @@ def from_report(report) -> VerifyResult:
     )
 
 
+def spec_from_sources(kernel: str, options: dict):  # -> (TestSpec | None, why)
+    """The spec from what the person gave — the reference CUDA or the original ``.ptx`` file —
+    never from the candidate being tested (its ``@gputest`` lines could loosen its own test)."""
+    from pathlib import Path
+
+    from ptxls.gputest.pairing import infer_spec_from_cuda, spec_for_ptx
+
+    if options.get("reference_cuda") is not None:
+        spec, problems = infer_spec_from_cuda(
+            options["reference_cuda"], kernel, path=options.get("reference_path") or ""
+        )
+    elif options.get("ptx_path"):
+        path = options["ptx_path"]
+        res = spec_for_ptx(Path(path).read_text(errors="replace"), kernel, ptx_path=path)
+        spec, problems = res.spec, res.problems
+    else:
+        return None, "no test spec from the source (no reference CUDA, no original PTX)"
+    if spec is None or problems:
+        detail = "; ".join(str(getattr(p, "message", p)) for p in problems[:3])
+        return None, f"no usable test spec from the source ({detail or 'none inferred'})"
+    return spec, ""
+
+
 def gpu_verifier(spec=None, **options) -> Verifier:
     """Each candidate through ``ptxls.gputest.api.run_gpu_test``; ``options`` go to it
-    (``reference_cuda``, ``reference_path``, ``ptx_path``, ``sizes``, ``seed`` ...)."""
+    (``reference_cuda``, ``reference_path``, ``ptx_path``, ``sizes``, ``seed`` ...). The spec is
+    ``spec``, else built from the reference / original file (``spec_from_sources``) — never
+    from the candidate's own text."""
 
     async def verify(ptx: str, kernel: str) -> VerifyResult:
         from ptxls.gputest import api
 
-        report = await api.run_gpu_test(ptx, kernel, spec, **options)
+        the_spec, why = (spec, "") if spec is not None else spec_from_sources(kernel, options)
+        if the_spec is None:
+            return VerifyResult(ok=True, tested=False, summary=f"not GPU-tested ({why})")
+        report = await api.run_gpu_test(ptx, kernel, the_spec, **options)
         return from_report(report)
 
     return verify
