@@ -554,3 +554,9 @@ async def test_transcript_is_linear_and_keeps_reasoning(llm):
     replies = [r for r in transcript.records if r["kind"] == "reply"]
     assert all("thinking" in r["reasoning"] for r in replies)
     assert all(r["ptx"] for r in transcript.records if r["kind"] == "ptxas")
+
+
+async def test_refusals_stop_early_and_say_so(llm):
+    result, _ = await run(llm, [Step("I'm sorry, I can't help with that.")] * 5, rounds=5)
+    assert not result.ok and len(llm.chat_requests) == 3
+    assert "refusal" in result.message and result.attempt is None
