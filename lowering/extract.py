@@ -209,7 +209,8 @@ def _ptx_like(stripped: str) -> bool:
         return True
     if stripped.startswith(("//", "/*", "{", "}", ")")):
         return True
-    return stripped[0] == "." and stripped[1:2].isalpha()
+    # a directive: a lowercase word after the dot (".NET is ..." or ". Note" is prose)
+    return stripped[0] == "." and stripped[1:2].islower()
 
 
 _SPECIAL = re.compile(r'[{}()"]|//|/\*|\*/')
