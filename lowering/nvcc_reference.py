@@ -17,9 +17,27 @@ from ptxls.diagnostics.toolchain import ToolNotFound, find_nvcc, find_ptxas
 
 from .ptx_check import PtxasUnavailable, compile_check
 
-# Highest PTX ISA the H200's CUDA 13.0 driver JIT takes (docs/gpu-facts.md). Cubins work regardless; this
-# only decides whether a lower .version is worth trying for files meant to be JIT-loaded too.
-DRIVER_MAX_ISA = (9, 0)
+# Highest PTX ISA a driver's JIT takes decides whether a lower .version is worth trying for files
+# meant to be JIT-loaded (cubins work regardless). Asked of this GPU's driver when there is one;
+# without a GPU, the CUDA 13.0 driver's limit (docs/gpu-facts.md).
+DRIVER_MAX_ISA = (9, 0)  # the fallback when no GPU can be asked (CUDA 13.0 driver: <= 9.0)
+
+
+async def _driver_cap() -> tuple[tuple[int, int], str]:
+    """(max ISA of the JIT the PTX will meet, where that number comes from): this GPU's driver
+    when there is one (measured, not assumed), else the CUDA 13.0 driver's documented 9.0."""
+    import asyncio
+
+    try:
+        from ptxls.diagnostics.gpu_probe import probe_gpu
+
+        info = await asyncio.to_thread(probe_gpu)
+    except Exception:  # noqa: BLE001 - no probe: the documented fallback
+        info = None
+    if info is not None and info.available and info.max_ptx_isa:
+        return info.max_ptx_isa, f"this GPU's driver (CUDA {info.driver_cuda})"
+    return DRIVER_MAX_ISA, "the CUDA 13.0 driver"
+
 
 _ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([A-Za-z_$][\w$]*)", re.MULTILINE)
 _VERSION = re.compile(r"^(\s*\.version\s+)(\d+)\.(\d+)", re.MULTILINE)
@@ -112,7 +130,8 @@ async def _lower_version(ptx: str, arch: str, ptxas_path: str | None) -> tuple[s
         tool = find_ptxas(ptxas_path)
     except ToolNotFound:
         return ptx, None
-    cap = min(DRIVER_MAX_ISA, tool.max_ptx_isa or DRIVER_MAX_ISA)
+    driver_max, driver_words = await _driver_cap()
+    cap = min(driver_max, tool.max_ptx_isa or driver_max)
     if have <= cap:
         return ptx, None
     lowered = _VERSION.sub(lambda mm: f"{mm.group(1)}{cap[0]}.{cap[1]}", ptx, count=1)
@@ -126,7 +145,7 @@ async def _lower_version(ptx: str, arch: str, ptxas_path: str | None) -> tuple[s
             f".version {have[0]}.{have[1]} kept: at {cap[0]}.{cap[1]} ptxas reports {check.summary()}",
         )
     return lowered, (
-        f".version {have[0]}.{have[1]} (nvcc) lowered to {cap[0]}.{cap[1]} so the CUDA 13.0 driver's "
+        f".version {have[0]}.{have[1]} (nvcc) lowered to {cap[0]}.{cap[1]} so {driver_words}'s "
         f"JIT and ptxas {tool.version} accept it (checked with ptxas)"
     )
 
