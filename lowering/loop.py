@@ -151,8 +151,13 @@ class LoopResult:
                 fresh = " [fresh start]" if r.fresh_start else ""
                 lines.append(f"  round {r.round}{fresh}: {r.summary}")
                 if r.outcome not in ("passed",) and r.feedback:
-                    first = [ln for ln in r.feedback.splitlines() if ln.strip()][:3]
-                    lines.extend(f"      {ln}" for ln in first)
+                    # the error, its hints and the marked line; not the context lines around it
+                    kept = [
+                        ln
+                        for ln in r.feedback.splitlines()
+                        if ln.strip() and not re.match(r"\s+\d+ \|", ln)
+                    ][:4]
+                    lines.extend(f"      {ln}" for ln in kept)
         for w in self.warnings:
             lines.append(f"warning: {w}")
         return "\n".join(lines)
