@@ -42,6 +42,7 @@ def lower(tmp_path, script, *args, python=sys.executable, env_extra=None):
             PTXLS_MODEL="scripted-model",
             PTXLS_LLM_RETRY_BACKOFF="0.01",
             PYTHONWARNINGS="default",  # show ResourceWarnings a leaky exit would print
+            XDG_CACHE_HOME=str(tmp_path / "user-cache"),  # files of sources outside the workspace
         )
         env.pop("OPENAI_API_KEY", None)
         env.update(_site_for(python, tmp_path))

@@ -9,6 +9,7 @@ import ast
 import asyncio
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,8 @@ ENV = {
     "PTXLS_LLM_RETRY_BACKOFF": "0.01",
 }
 ENV.pop("OPENAI_API_KEY", None)
+# where the server keeps files of sources outside every workspace folder (not the real home)
+ENV["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="ptxls-user-cache-")
 
 
 @pytest.fixture(scope="module", autouse=True)
