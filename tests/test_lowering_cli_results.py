@@ -252,3 +252,22 @@ def test_plan_only_then_plan_file(work):
     assert len(llm.chat_requests) == 1  # no second plan is asked
     sent = llm.chat_requests[0].body["messages"][-1]["content"]
     assert "2. EDITED: if i < n" in sent and "No PTX has been written yet" not in sent
+
+
+def test_arch_sm_100_is_asked_for_a_version_ptxas_takes_for_it(work):
+    p, llm = lower(
+        work,
+        [Step(fenced(GOOD_VEC_ADD))],
+        "vec_add.cu",
+        "--arch",
+        "sm_100",
+        "--candidates",
+        "1",
+        "--compile-only",
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    system = llm.chat_requests[0].body["messages"][0]["content"]
+    assert "`.target sm_100`" in system
+    version = system.split("`.version ")[1].split("`")[0]
+    major, minor = map(int, version.split("."))
+    assert (major, minor) >= (8, 6) and version != "8.0", version
