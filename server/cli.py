@@ -115,7 +115,11 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     runners["serve"] = _serve
 
     p = sub.add_parser(
-        "check", help="ptxas/nvcc diagnostics for .ptx and .cu files, compiler style"
+        "check",
+        help="ptxas/nvcc diagnostics for .ptx and .cu files, compiler style",
+        description="Prints FILE:LINE:COL: severity: message for each problem. Exit status: "
+        "0 clean, 1 errors in a file, 2 cannot run (unreadable file, no ptxas, a tool run past "
+        "--timeout, an --arch older than the file's .target).",
     )
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument(
@@ -136,7 +140,10 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     runners["check"] = _check
 
     p = sub.add_parser(
-        "usage", help="per-kernel registers, spills, shared memory, occupancy (ptxas -v)"
+        "usage",
+        help="per-kernel registers, spills, shared memory, occupancy (ptxas -v)",
+        description="Exit status: 0, 1 when ptxas finds errors in the file (printed like "
+        "ptxls check), 2 cannot run.",
     )
     p.add_argument("file", metavar="FILE.ptx")
     p.add_argument("--arch", help="sm_XX (default: the file's .target, the local GPU, sm_90)")
