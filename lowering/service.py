@@ -423,8 +423,9 @@ def plan_document(job: LowerJob, kernel: str, plan: str) -> str:
     return (
         f"# Plan for lowering {kernel or 'the request'} to PTX\n\n"
         f"Source: {job.source_path.name}\n\n"
-        'Edit the steps below if they are wrong, then accept them ("Lower with this plan" '
-        "above, or `ptxls lower ... --plan THIS_FILE`). No PTX has been written yet.\n\n"
+        "Edit the steps below if they are wrong and save, then accept them: the code lens "
+        '"Lower with this plan" (on this file, or on the kernel in its source), or '
+        "`ptxls lower ... --plan THIS_FILE`. No PTX has been written yet.\n\n"
         "<!-- the plan starts below this line -->\n"
         f"{plan.strip()}\n"
     )

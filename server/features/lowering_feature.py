@@ -292,7 +292,7 @@ async def _plan_first(ls, job: LowerJob, settings, uri: str, kernel: str | None,
     _show(ls, plan_uri)
     _refresh_lenses(ls)
     summary = (
-        f"Plan for {kernel or 'the request'} in {written.name}: edit it, then "
+        f"Plan for {kernel or 'the request'} in {written.name}: edit and save it, then "
         "'Lower with this plan' (no PTX written yet)"
     )
     progress.end(summary[:200])
