@@ -231,6 +231,13 @@ class LlmClient:
         # what people see: never credentials embedded in the URL
         self.endpoint = public_url(settings.base_url) or "https://api.openai.com/v1"
         self._key = (settings.base_url or "https://api.openai.com/v1", settings.model or "")
+        # OpenAI's own API documents max_completion_tokens (max_tokens is deprecated there and
+        # refused by its reasoning models); every other server is asked with max_tokens first
+        self._token_param = (
+            "max_completion_tokens"
+            if host_of(settings.base_url) == "api.openai.com"
+            else "max_tokens"
+        )
         self._client = openai.AsyncOpenAI(
             # local servers take any key; the SDK insists on one
             api_key=settings.api_key or "no-key",
@@ -248,7 +255,7 @@ class LlmClient:
         s = self.settings
         params: dict = {
             "temperature": s.temperature if temperature is None else temperature,
-            "max_tokens": s.max_tokens,
+            self._token_param: s.max_tokens,
         }
         if seed is not None and s.seed is not None:
             params["seed"] = seed

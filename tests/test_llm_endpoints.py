@@ -100,6 +100,13 @@ async def test_reasoning_model_refusals_are_adapted_once_and_remembered(llm, str
     assert not [n for n in reply.notes if "refused" in n]  # said once, when it happened
 
 
+def test_openai_itself_is_asked_with_max_completion_tokens_from_the_start():
+    openai_api = LlmClient(LlmSettings(api_key=SECRET, model="o4-mini"))
+    assert set(openai_api._params(5, None)) == {"max_completion_tokens", "temperature", "seed"}
+    local = LlmClient(LlmSettings(base_url="http://localhost:11434/v1", model="qwen"))
+    assert set(local._params(5, None)) == {"max_tokens", "temperature", "seed"}
+
+
 async def test_a_temperature_override_is_dropped_too_where_refused(llm):
     llm.gate = reasoning_model_gate
     llm.set_script([Step("ok")] * 4)
