@@ -18,8 +18,10 @@ python3 -c "import torch; print('torch', torch.__version__)" | tee -a "$OUT/mach
 KERNELS=${*:-scan_inclusive sgemm_128x128 hgemm_mma hgemm_wgmma}
 for k in $KERNELS; do
   echo "== $k"
-  timeout 240 python3 bench/gemm_bench.py "$k" --runs ${RUNS:-20} --json "$OUT/gemm-$k.json" 2>&1 | tee -a "$OUT/bench.log"
+  timeout ${BENCH_TIMEOUT:-240} python3 bench/gemm_bench.py "$k" --runs ${RUNS:-20} \
+    --json "$OUT/gemm-$k.json" 2>&1 | tee -a "$OUT/bench.log"
   echo "exit $?"
+  cp "$OUT/gemm-$k.json" "$OUT/bench.log" "$FINAL/" 2>/dev/null  # kept even if the call is cut
 done
 echo "clocks right after the timed runs:" >> "$OUT/machine.txt"
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv \
@@ -42,7 +44,7 @@ for k in names:
 PY
 )
 echo "targets missed by: ${MISSED:-none}"
-for k in $(echo ${PROFILE:-} $MISSED | tr ' ' '\n' | sort -u); do
+for k in $(echo ${PROFILE:-} ${NCU_MISSED-$MISSED} | tr ' ' '\n' | sort -u); do
   echo "== ncu $k"
   # stall reasons per issued instruction, besides the sections (without them if ncu refuses)
   stalls='regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio'
