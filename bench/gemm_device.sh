@@ -57,7 +57,7 @@ for k in $(echo ${PROFILE:-} ${NCU_MISSED-$MISSED} | tr ' ' '\n' | sort -u); do
     "$OUT/ncu-$k.txt" | sed -E 's/ +/ /g' | head -30
 done
 # opcode counts of ours and nvcc's machine code, side by side (what each build really runs)
-for k in $KERNELS; do
+for k in $( [ "${SASS:-1}" = 1 ] && echo $KERNELS ); do
   arch=sm_90; grep -q "sm_90a" "fewshot/kernels/$k/kernel.ptx" && arch=sm_90a
   ptxas -arch=$arch "fewshot/kernels/$k/kernel.ptx" -o /tmp/$k.ours.cubin
   nvcc -O3 -cubin -gencode=arch=${arch/sm_/compute_},code=$arch "fewshot/kernels/$k/reference.cu" -o /tmp/$k.nvcc.cubin
