@@ -30,16 +30,16 @@ def _ops():
         return F.conv2d(x.view(1, 1, rows, cols), w.view(1, 1, 3, 3), padding=1)
 
     return {
-        "add": lambda a, b: a + b,
-        "sum": lambda x: x.sum(),
+        "add": lambda a, b, *_: a + b,
+        "sum": lambda x, *_: x.sum(),
         "row_sum": lambda x, rows, cols: x.view(rows, cols).sum(dim=1),
         "softmax_rows": lambda x, rows, cols: torch.softmax(x.view(rows, cols), dim=1),
         "layernorm_rows": lambda x, g, b, rows, cols: F.layer_norm(
             x.view(rows, cols), (cols,), g, b, eps=1e-5
         ),
         "transpose": lambda x, rows, cols: x.view(rows, cols).t().contiguous(),
-        "bincount256": lambda x: torch.bincount(x, minlength=256),
-        "cumsum": lambda x: torch.cumsum(x, dim=0),
+        "bincount256": lambda x, *_: torch.bincount(x, minlength=256),
+        "cumsum": lambda x, *_: torch.cumsum(x, dim=0),
         "bias_gelu_f16": gelu_bias,
         "bias_gelu_bf16": gelu_bias,
         "stencil5": stencil5,
