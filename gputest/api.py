@@ -107,6 +107,7 @@ async def run_gpu_test(
     ``torch_baseline``: also time the spec's ``bench.torch`` op (``ptxls bench``)."""
     started = time.monotonic()
     resolution = SpecResolution(spec, [], reference_cuda, reference_path)
+
     def resolve() -> SpecResolution:
         resolution = None
         if spec_path:
