@@ -21,6 +21,7 @@ from ptxas; dynamic shared memory is whatever the launch passes, so it can be gi
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass, field
 
@@ -288,7 +289,8 @@ async def usage_report(
     """Run ``ptxas -v`` on ``text`` for ``arch``. Raises ToolNotFound when there is no ptxas and
     OSError when it cannot start; PTX that ptxas rejects comes back as ``error``."""
     version, _ = scan_header(text)
-    tool = find_ptxas(ptxas_path, needs_isa=version)
+    # discovery may probe the binary (--version): a worker thread, never the event loop
+    tool = await asyncio.to_thread(find_ptxas, ptxas_path, needs_isa=version)
     run = await run_ptxas(text, tool=tool, arch=arch, extra_args=("-v",), timeout=timeout)
     report = UsageReport(entries=[], tool=tool.describe(), arch=arch)
     if run.timed_out:
