@@ -12,6 +12,7 @@ here; messages about other files (headers) land on line 1 of the buffer with the
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,7 +126,8 @@ async def check_cuda(
 ) -> CheckResult:
     """Compile the device code of a .cu buffer and report nvcc's (or NVRTC's) messages."""
     try:
-        nvcc = find_nvcc(nvcc_path)
+        # discovery may probe the binary (--version): a worker thread, never the event loop
+        nvcc = await asyncio.to_thread(find_nvcc, nvcc_path)
     except ToolNotFound as e:
         return await _check_with_nvrtc(text, arch, include_dirs_for(file_path), str(e))
     run = await nvcc_to_ptx(text, nvcc, file_path=file_path, arch=arch, timeout=timeout)
