@@ -110,3 +110,16 @@ async def test_open_library_kernel_command(client: LanguageClient, tmp_path):
         )
     )
     assert result["ok"] is False and "no library kernel 'nope'" in result["summary"]
+
+
+async def test_run_gpu_test_reads_the_spec_json_beside_a_library_kernel(client: LanguageClient):
+    """The editor's "Run GPU test" on a library kernel finds its spec.json: on a machine
+    without a GPU the answer is "no GPU", never "no test spec"."""
+    path = KERNELS_DIR / "layernorm_rows" / "kernel.ptx"
+    open_doc(client, path.as_uri(), path.read_text())
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(
+            command="ptxls.runGpuTest", arguments=[path.as_uri(), "layernorm_rows"]
+        )
+    )
+    assert result["status"] in ("no-gpu", "pass"), result
