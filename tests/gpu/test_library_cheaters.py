@@ -1,7 +1,9 @@
 """Planted cheating kernels (tests/data/cheaters/) get no speedup from the harness's timing:
 each timed launch starts from the verified launch's state (outputs re-poisoned, module
 globals reset), so skipping work when the output already holds the answer, or carrying a
-result across launches in a module variable, buys nothing — or is flagged and gets no time.
+result across launches in a module variable, buys nothing; the shortcut probe (launches on the
+kernel's own previous output and module state) flags them, and a global that cannot be reset
+means no time at all.
 Each is timed against the nvcc build of the honest CUDA kernel, in the same run.
 """
 
@@ -60,6 +62,7 @@ def test_honest_kernel_runs_even_with_its_nvcc_build():
     report = _run("vec_add_honest.ptx")
     assert report.status == "pass", format_table(report)
     assert 0.8 < _speedup(report) < 1.25, format_table(report)
+    assert not report.cases[-1].timing.get("flags"), report.cases[-1].timing
 
 
 def test_skipping_work_when_the_output_holds_the_answer_gains_nothing():
@@ -68,6 +71,8 @@ def test_skipping_work_when_the_output_holds_the_answer_gains_nothing():
     # Were the timed launches to start from the previous output, this kernel would read three
     # floats and stop: hundreds of times faster. Re-poisoned, it does the whole job.
     assert _speedup(report) < 1.25, format_table(report)
+    # and the shortcut is named: launched on its own previous output it skips the work
+    assert any("skips work" in f for f in report.cases[-1].timing.get("flags", []))
 
 
 def test_a_visible_global_cache_is_reset_before_every_launch():
@@ -76,6 +81,7 @@ def test_a_visible_global_cache_is_reset_before_every_launch():
     assert report.status == "pass", format_table(report)
     assert case.timing.get("globals_written") == ["computed_once"], case.timing
     assert _speedup(report) < 1.25, format_table(report)
+    assert any("skips work" in f for f in case.timing.get("flags", [])), case.timing
 
 
 def test_a_hidden_global_cache_is_reset_or_flagged_never_faster():
