@@ -115,7 +115,9 @@ def gemm_problem(torch, dtype, tile_m: int, tile_n: int, shared: int, block: int
         return Problem(
             args=[a, b, c, m, n, k], outputs=[("C", c, c_whole)], scratch=[], inputs=[a, b],
             grid=(cdiv(n, tile_n), cdiv(m, tile_m), 1), block=(block, 1, 1), shared=shared,
-            expected={"C": expected.reshape(-1)}, tol=tol,
+            # fp32 accumulation error grows with K: at K = 8192 an fp16 C is 4.4e-3 off
+            # float64 (cuBLAS's too, H200 2026-12-03), so the bound doubles past K = 4096
+            expected={"C": expected.reshape(-1)}, tol=tol * (2 if k > 4096 else 1),
             torch_fn=lambda: torch.matmul(a2, b2, out=c_torch), torch_out=c_torch,
             flops=2.0 * m * n * k, bytes=float(a.element_size() * (m * k + k * n + m * n)),
             label=f"M={m} N={n} K={k}",

@@ -56,9 +56,15 @@ def render(reports: list[dict]) -> str:
             for row in res["bench"]:
                 o, n, t = row["ours"], row["nvcc"], row["torch"]
                 rn, rt = row["ratio_vs_nvcc"], row["ratio_vs_torch"]
+
+                def verdict(ratio, floor, baseline):
+                    if not baseline["timed_outputs_ok"]:  # a wrong answer is no baseline
+                        return "no valid ratio: the baseline's output was WRONG"
+                    return "met" if ratio >= floor else "MISSED"
+
                 ok = (
-                    f"nvcc ≥ {t_nvcc}: {'met' if rn >= t_nvcc else 'MISSED'}; "
-                    f"{what} ≥ {t_torch}: {'met' if rt >= t_torch else 'MISSED'}"
+                    f"nvcc ≥ {t_nvcc}: {verdict(rn, t_nvcc, n)}; "
+                    f"{what} ≥ {t_torch}: {verdict(rt, t_torch, t)}"
                 )
                 pct = ""
                 if "gbps" in o and "tflops" not in o:

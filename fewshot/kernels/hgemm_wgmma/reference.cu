@@ -98,14 +98,22 @@ hgemm_wgmma(const __half* __restrict__ A, const __half* __restrict__ B, __half* 
     const int ktiles = (K + BK - 1) / BK;
     issue(0, 0);
     issue(1, BK);
-    for (int kt = 0; kt < ktiles; ++kt) {
+    // A wgmma reads its fragment registers while it runs, and the last step's wgmma is still
+    // running when the next step loads fragments: consecutive steps must use different
+    // registers (frag[0], frag[1]), and the set about to be rewritten is kept alive until the
+    // wait that retires the wgmma reading it. (One rolled loop with one fragment array reused
+    // the same registers every step: a race, and wrong results, on the H200.)
+    uint32_t frag[2][4][4];
+    auto step = [&](int kt, uint32_t (&a)[4][4]) {
         const int rs = kt % STAGES;
         asm volatile("cp.async.wait_group 1;\n" ::);
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+#pragma unroll
+        for (int s = 0; s < 4; ++s)  // the wgmma of step kt-2, which read them, has retired
+            asm volatile("" ::"r"(a[s][0]), "r"(a[s][1]), "r"(a[s][2]), "r"(a[s][3]));
         __syncthreads();
         issue((kt + 2) % STAGES, (kt + 2) * BK);
-        uint32_t a[4][4];
 #pragma unroll
         for (int s = 0; s < 4; ++s) ldmatrix_x4_trans(a[s], b_ld + rs * STAGE_BYTES + s * 4096);
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -113,7 +121,14 @@ hgemm_wgmma(const __half* __restrict__ A, const __half* __restrict__ B, __half* 
 #pragma unroll
         for (int s = 0; s < 4; ++s) wgmma_m64n256k16_rs(d, a[s], desc + 2 * s);
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    };
+    // two steps per trip, one fragment set each; an odd last step after the loop
+    int kt = 0;
+    for (; kt + 1 < ktiles; kt += 2) {
+        step(kt, frag[0]);
+        step(kt + 1, frag[1]);
     }
+    if (kt < ktiles) step(kt, frag[0]);
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     asm volatile("cp.async.wait_group 0;\n" ::);
 
