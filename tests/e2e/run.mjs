@@ -58,7 +58,7 @@ async function main() {
   // What the server itself says, before any UI is involved.
   const oracle = await askServer(workspace);
 
-  const codeServer = await startCodeServer(tmp, workspace);
+  let codeServer = await startCodeServer(tmp, workspace);
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"],
@@ -71,9 +71,13 @@ async function main() {
     await page.locator(".monaco-workbench").waitFor({ timeout: SLOW });
     await page.locator(".explorer-folders-view .monaco-list-row").first().waitFor({ timeout: SLOW });
     await runScenario(page, workspace, oracle);
-  } finally {
-    await browser.close().catch(() => undefined);
+    await page.close();
     await codeServer.stop();
+    codeServer = null;
+    await runOfflineScenario(browser, tmp);
+  } finally {
+    await codeServer?.stop();
+    await browser.close().catch(() => undefined);
     writeFileSync(join(OUT, "results.json"), JSON.stringify({ results }, null, 2) + "\n");
     copyLogs(tmp);
     rmSync(tmp, { recursive: true, force: true });
@@ -349,6 +353,44 @@ async function runScenario(page, workspace, oracle) {
     await page.locator(".statusbar-item", { hasText: "ptxas" }).first().waitFor({ timeout: SLOW });
     return `notification: "${text}"${withoutPtxls ? `; for ${SYSTEM_PYTHON}: "${withoutPtxls}"` : ""}; server back after the setting was restored`;
   });
+}
+
+// A second, fresh machine state whose pip cannot reach any package index: "Create a ptxls
+// environment" must fail with a message that says what to do, not a stack of pip output.
+async function runOfflineScenario(browser, tmp) {
+  const root = join(tmp, "offline");
+  const workspace = join(root, "workspace");
+  mkdirSync(workspace, { recursive: true });
+  cpSync(join(EXAMPLES, "broken.ptx"), join(workspace, "broken.ptx"));
+  // Nothing listens on port 9; no config file, find-links, cache or retries can stand in for it.
+  const offline = { PIP_INDEX_URL: "http://127.0.0.1:9/simple", PIP_EXTRA_INDEX_URL: "", PIP_FIND_LINKS: "", PIP_CONFIG_FILE: "/dev/null", PIP_NO_CACHE_DIR: "1", PIP_RETRIES: "0", PIP_DEFAULT_TIMEOUT: "5" };
+  const codeServer = await startCodeServer(root, workspace, offline);
+  const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+  page.setDefaultTimeout(30_000);
+  currentPage = page;
+  try {
+    await page.goto(`${codeServer.url}/?folder=${encodeURIComponent(workspace)}`, { timeout: SLOW });
+    await page.locator(".explorer-folders-view .monaco-list-row").first().waitFor({ timeout: SLOW });
+    await step("no network: \"Create a ptxls environment\" says the package index is unreachable and what to do", async () => {
+      await openFromExplorer(page, "broken.ptx");
+      const offer = page.locator(".notifications-toasts .notification-toast", { hasText: "no Python environment with ptxls" }).first();
+      await offer.waitFor({ timeout: SLOW });
+      await offer.getByRole("button", { name: "Create a ptxls environment" }).click();
+      await page.locator(".quick-input-list .monaco-list-row", { hasText: "For this workspace only" }).first().click();
+      // pip gives up at once (no retries), so this comes within seconds of the venv.
+      const failure = page.locator(".notifications-toasts .notification-toast.notification-fade-in-done", { hasText: /could not reach the Python package index|index could not be reached/ }).first();
+      await failure.waitFor({ timeout: 2 * SLOW });
+      const text = (await failure.innerText()).replace(/\s+/g, " ").trim();
+      for (const expected of ["Try again", "Show output", "PIP_INDEX_URL"]) {
+        if (!text.includes(expected)) throw new Error(`the failure notification lacks "${expected}": "${text}"`);
+      }
+      await shot(page, "setup-no-network");
+      return `notification: "${text}"`;
+    });
+  } finally {
+    await page.close().catch(() => undefined);
+    await codeServer.stop();
+  }
 }
 
 // A Python that exists but (normally) lacks ptxls, for the "not installed" notification.
@@ -628,6 +670,7 @@ const README_SHOTS = {
   "setup-notification": "vscode-setup-notification.png",
   "setup-progress": "vscode-setup-progress.png",
   "setup-done": "vscode-setup-done.png",
+  "setup-no-network": "vscode-setup-no-network.png",
   problems: "vscode-diagnostics.png",
   fixed: "vscode-fixed.png",
   "status-bar": "vscode-status-bar.png",
@@ -692,7 +735,7 @@ function testEnv(extra = {}) {
   return env;
 }
 
-async function startCodeServer(tmp, workspace) {
+async function startCodeServer(tmp, workspace, extraEnv = {}) {
   const port = await freePort();
   const dirs = Object.fromEntries(["user-data", "extensions", "xdg-data", "xdg-config", "xdg-cache"].map((d) => [d, join(tmp, d)]));
   Object.values(dirs).forEach((d) => mkdirSync(d, { recursive: true }));
@@ -727,6 +770,7 @@ async function startCodeServer(tmp, workspace) {
     // pip's own cache (the XDG_CACHE_HOME above would hide it): the wheels the project's install
     // already downloaded are not fetched again. Packages still come through the index.
     PIP_CACHE_DIR: pipCacheDir(),
+    ...extraEnv,
   });
   // The empty state: no python3 on PATH may already have ptxls.
   const has = spawnSync("python3", ["-c", "import ptxls"], { env: childEnv });
@@ -735,7 +779,7 @@ async function startCodeServer(tmp, workspace) {
   writeFileSync(join(OUT, "install-extension.log"), `${install.stdout}\n${install.stderr}`);
   if (install.status !== 0) throw new Error(`code-server --install-extension failed:\n${install.stdout}\n${install.stderr}`);
 
-  const log = join(OUT, "code-server.log");
+  const log = join(OUT, Object.keys(extraEnv).length ? "code-server-offline.log" : "code-server.log");
   // Its own process group (detached = setsid): a file-watcher child outlives the main pid,
   // so stopping means killing the whole group.
   const child = spawn(

@@ -143,6 +143,17 @@ export function explainPipFailure(output: string, exitCode: number | null): stri
       `or proxy (pip honours HTTPS_PROXY, and PIP_INDEX_URL for a mirror), ${again}.`
     );
   }
+  // Without retries pip prints no connection error, only that a dependency has no versions at
+  // all; ptxls's dependencies are on PyPI, so the index it asked is unreachable or not PyPI.
+  const none = /Could not find a version that satisfies the requirement (\S+).*\(from versions: none\)/.exec(output);
+  if (none) {
+    const index = /Looking in indexes: (\S+)/.exec(output)?.[1] ?? "the package index";
+    return (
+      `pip found no version at all of ${none[1]} (a ptxls dependency on PyPI) at ${index}: that index could not be reached, ` +
+      "or it is a mirror without ptxls's dependencies. Check the internet connection or proxy (pip honours HTTPS_PROXY, " +
+      `and PIP_INDEX_URL for a mirror), ${again}.`
+    );
+  }
   if (/No space left on device/.test(output)) {
     return `The disk is full: the environment needs about 1.5 GB. Free some space, ${again}.`;
   }

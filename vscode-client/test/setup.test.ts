@@ -68,6 +68,14 @@ test("pip without the network (a real pip transcript): say the index is unreacha
   assert.match(progressFromPipLine(retry) ?? "", /does not answer/);
 });
 
+test("pip without the network and without retries (a real transcript): no connection error, still said plainly", () => {
+  const output = readFileSync(join(DATA, "pip-no-network-no-retries.txt"), "utf8");
+  assert.doesNotMatch(output, /NewConnectionError/);
+  const message = explainPipFailure(output, 1);
+  assert.match(message, /found no version at all of pygls<3,>=2\.1 .* at http:\/\/127\.0\.0\.1:9\/simple: that index could not be reached/);
+  assert.match(message, /PIP_INDEX_URL/);
+});
+
 test("other pip failures quote pip's last error", () => {
   const message = explainPipFailure("Processing x.whl\nERROR: ptxls requires a different Python: 3.10.0 not in '>=3.11'\n", 1);
   assert.match(message, /exit code 1\): ptxls requires a different Python/);
