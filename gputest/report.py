@@ -142,6 +142,11 @@ def format_table(report: TestReport) -> str:
     for c in report.cases:
         if c.suspicious and c is not bad:
             lines += [f"- n={c.n}: {m}" for m in c.messages if m.startswith("suspicious")]
+        # the timing rules' findings (no time given, work skipped) and a wrong nvcc baseline
+        lines += [f"- n={c.n}: flagged: {f}" for f in (c.timing or {}).get("flags", [])]
+        base = (c.timing or {}).get("baseline")
+        if base and base != "ok":
+            lines.append(f"- n={c.n}: the nvcc build of the reference is wrong: {base}")
     lines.append(footer(report))
     lines += [f"note: {n}" for n in report.notes]
     if report.jit_log and report.status != PASS:

@@ -61,3 +61,14 @@ def test_a_wrong_nvcc_baseline_and_a_torch_mismatch_are_reported():
 def test_geomean_ignores_missing_ratios():
     assert geomean([2.0, 0.5, None]) == 1.0
     assert geomean([]) is None
+
+
+def test_the_test_table_shows_flags_and_a_wrong_baseline():
+    from ptxls.gputest.report import format_table
+
+    timing = {"flags": ["runs 9.0× faster when launched again ... skips work"],
+              "baseline": "c: 2 of 9 wrong"}  # fmt: skip
+    case = CaseResult(0, 9, 7, True, time_ms=1.0, timing=timing)
+    table = format_table(TestReport("k", "pass", cases=[case], sizes=[9]))
+    assert "- n=9: flagged: runs 9.0× faster" in table
+    assert "- n=9: the nvcc build of the reference is wrong: c: 2 of 9 wrong" in table
