@@ -16,7 +16,8 @@ workaround for it, kept here rather than patched into the installed package:
   (parse error) for a body that is not JSON, -32600 for a message that is not JSON-RPC 2.0,
   -32602 for params that do not fit the method.
 - **Lifecycle** (LSP 3.17 "Lifecycle messages"): a request before ``initialize`` gets -32002 and a
-  notification then is dropped; pygls would run it. A request after ``shutdown`` gets -32600;
+  notification then is dropped; pygls would run it. A second ``initialize`` gets -32600; pygls
+  would run it and replace the workspace, forgetting every open document. A request after ``shutdown`` gets -32600;
   pygls drops it silently. ``exit`` without ``shutdown`` ends the process with code 1; pygls
   computes that code but its ``start_io`` swallows the SystemExit, so the process exited 0.
 """
@@ -229,6 +230,14 @@ class MessageLoop:
                 self.send_error(msg_id, INVALID_PARAMS, f"Invalid params for {_short(method)}")
             return
         if method == "initialize":
+            if self.initialize_seen:
+                # pygls runs it again and builds a new workspace: every open document is
+                # forgotten and hovers, diagnostics and lenses go blank for the session. LSP
+                # allows one initialize; a second gets an error and changes nothing.
+                if is_request:
+                    self.send_error(msg_id, INVALID_REQUEST,
+                                    "Invalid Request: initialize was already received")  # fmt: skip
+                return
             self.initialize_seen = True
         try:
             self.protocol.handle_message(message)
