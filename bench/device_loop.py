@@ -80,13 +80,24 @@ def main() -> int:
     out = Path(ap.parse_args().out)
     out.mkdir(parents=True, exist_ok=True)
 
+    from ptxls.lowering.service import close_gpu_worker
     from ptxls.lowering.target_isa import choose_target
     from ptxls.lowering.verify import gpu_availability
 
-    available, why = asyncio.run(gpu_availability())
+    async def probe():
+        # one loop for every probe, and the GPU worker it starts closed before that loop ends
+        # (a worker left to the garbage collector prints "Event loop is closed" on 3.12)
+        try:
+            return (
+                await gpu_availability(),
+                await choose_target("sm_90"),
+                await choose_target("sm_100"),
+            )
+        finally:
+            await close_gpu_worker()
+
+    (available, why), t90, t100 = asyncio.run(probe())
     print(f"GPU: {why}")
-    t90 = asyncio.run(choose_target("sm_90"))
-    t100 = asyncio.run(choose_target("sm_100"))
     print(f".version for sm_90: {t90.isa} ({t90.why}); sm_100: {t100.isa} ({t100.why})")
     check("sm_100 is never asked for .version 8.0", t100.isa != "8.0" and not t100.problem,
           f"{t100}")  # fmt: skip
