@@ -115,9 +115,9 @@ def gemm_problem(torch, dtype, tile_m: int, tile_n: int, shared: int, block: int
         return Problem(
             args=[a, b, c, m, n, k], outputs=[("C", c, c_whole)], scratch=[], inputs=[a, b],
             grid=(cdiv(n, tile_n), cdiv(m, tile_m), 1), block=(block, 1, 1), shared=shared,
-            # fp32 accumulation error grows with K: at K = 8192 an fp16 C is 4.4e-3 off
-            # float64 (cuBLAS's too, H200 2026-12-03), so the bound doubles past K = 4096
-            expected={"C": expected.reshape(-1)}, tol=tol * (2 if k > 4096 else 1),
+            # the spec.json tolerance: fp32 accumulation error grows with K; at K = 8192 an
+            # fp16 C is 4.4e-3 off float64 (cuBLAS's too, H200 2026-12-03)
+            expected={"C": expected.reshape(-1)}, tol=tol,
             torch_fn=lambda: torch.matmul(a2, b2, out=c_torch), torch_out=c_torch,
             flops=2.0 * m * n * k, bytes=float(a.element_size() * (m * k + k * n + m * n)),
             label=f"M={m} N={n} K={k}",
@@ -147,7 +147,7 @@ def kernel_table(torch):
     }  # fmt: skip
     hgemm = KERNELS / "hgemm_mma" / "kernel.ptx"
     if hgemm.is_file():
-        mma = gemm_problem(torch, torch.float16, 128, 128, 0, 128, 5e-3)
+        mma = gemm_problem(torch, torch.float16, 128, 128, 0, 128, 1e-2)
         table["hgemm_mma"] = (
             "sm_90",
             lambda: [mma(m, n, k, 50 + i) for i, (m, n, k) in
@@ -159,7 +159,7 @@ def kernel_table(torch):
     if wg.is_file():
         spec = json.loads((KERNELS / "hgemm_wgmma" / "spec.json").read_text())
         shared = int(spec["launch"]["shared"])
-        w = gemm_problem(torch, torch.float16, 256, 128, shared, 256, 5e-3)
+        w = gemm_problem(torch, torch.float16, 256, 128, shared, 256, 1e-2)
         table["hgemm_wgmma"] = (
             "sm_90a",
             lambda: [w(m, n, k, 70 + i) for i, (m, n, k) in
