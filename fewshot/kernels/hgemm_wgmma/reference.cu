@@ -103,7 +103,7 @@ hgemm_wgmma(const __half* __restrict__ A, const __half* __restrict__ B, __half* 
     // registers (frag[0], frag[1]), and the set about to be rewritten is kept alive until the
     // wait that retires the wgmma reading it. (One rolled loop with one fragment array reused
     // the same registers every step: a race, and wrong results, on the H200.)
-    uint32_t frag[2][4][4];
+    uint32_t frag[2][4][4] = {};
     auto step = [&](int kt, uint32_t (&a)[4][4]) {
         const int rs = kt % STAGES;
         asm volatile("cp.async.wait_group 1;\n" ::);
@@ -130,6 +130,11 @@ hgemm_wgmma(const __half* __restrict__ A, const __half* __restrict__ B, __half* 
     }
     if (kt < ktiles) step(kt, frag[0]);
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#pragma unroll
+    for (int s = 0; s < 4; ++s)  // live until the last wgmma reading them has retired
+        asm volatile("" ::"r"(frag[0][s][0]), "r"(frag[0][s][1]), "r"(frag[0][s][2]),
+                     "r"(frag[0][s][3]), "r"(frag[1][s][0]), "r"(frag[1][s][1]),
+                     "r"(frag[1][s][2]), "r"(frag[1][s][3]));
     asm volatile("cp.async.wait_group 0;\n" ::);
 
     // C^T accumulators: n rows wg*64 + w4*16 + lane/4 (and +8), m columns 8i + 2*(lane%4) + {0,1}
