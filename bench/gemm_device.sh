@@ -2,8 +2,11 @@
 # One call on the H200 for the compute-heavy library kernels: build + test + time each (ours,
 # nvcc -O3 of reference.cu, PyTorch) with bench/gemm_bench.py, each kernel in its own process
 # under a time limit (a hung look-back spin must not eat the call), then Nsight Compute on one
-# launch of each named in PROFILE. Results under $OUT (the device tool brings them back).
-# Usage: bash bench/gemm_device.sh [KERNEL...]   (PROFILE="sgemm_128x128 ..." to profile)
+# launch of each kernel that missed a target (and each named in PROFILE), the SASS opcode counts
+# of both builds, and with HARNESS="scan or gemm" the GPU tests through the project's harness.
+# Usage: bash bench/gemm_device.sh [KERNEL...]
+#   env: RUNS (20), BENCH_TIMEOUT (240 s a kernel), PROFILE, NCU_MISSED= (no ncu), SASS=0, HARNESS
+# Then, here: python3 bench/gemm_report.py gemm-*.json > bench/results/gemm-h200.md
 set -o pipefail
 # the device tool brings back at most 8 files: everything is written under $W and packed into
 # $OUT/gemm-run.tgz on exit (bench.log also stays readable on its own)
