@@ -122,8 +122,14 @@ def _names(spec: TestSpec) -> set[str]:
 
 def _apply_special(spec: TestSpec, key: str, value: str) -> None:
     if key == "sizes":
+        from .spec_check import MAX_SIZES
+
+        tokens = [tok for tok in re.split(r"[\s,]+", value.strip()) if tok]
+        if len(tokens) > MAX_SIZES:
+            # Refused before 10**6 expressions are parsed (seconds of a worker thread).
+            raise ValueError(f"'sizes:' lists {len(tokens)} sizes (at most {MAX_SIZES})")
         sizes = []
-        for tok in re.split(r"[\s,]+", value.strip()):
+        for tok in tokens:
             if tok:
                 n = exprs.evaluate_int(tok, {})
                 if n < 0:

@@ -164,7 +164,15 @@ def _bounded(v, text: str):
         return int(v)
     if isinstance(v, int) and v.bit_length() > MAX_INT_BITS:
         raise ExprError(f"'{_short(text)}' is too large (limited to 2**{MAX_INT_BITS})")
-    if isinstance(v, float) and math.isfinite(v) and abs(v) > MAX_FLOAT:
+    if isinstance(v, complex):
+        # (-8)**(1/3) is complex: no size, length or tolerance; later code would fail on it
+        # with a TypeError nobody catches.
+        raise ExprError(f"'{_short(text)}' is not a real number")
+    if isinstance(v, float) and not math.isfinite(v):
+        # 1/2**-1074 is inf, inf-inf is NaN: a NaN tolerance passes every element (err > NaN
+        # is never true), an infinite one anything.
+        raise ExprError(f"'{_short(text)}' is not a finite number")
+    if isinstance(v, float) and abs(v) > MAX_FLOAT:
         raise ExprError(f"'{_short(text)}' is too large")
     return v
 
@@ -174,7 +182,7 @@ def _eval(node: ast.AST, env: dict, text: str):
         return _bounded(node.value, text)
     if isinstance(node, ast.Name):
         if node.id in env:
-            return env[node.id]
+            return _bounded(env[node.id], text)
         raise ExprError(f"unknown name '{node.id}' in '{_short(text)}'")
     if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
         a, b = _eval(node.left, env, text), _eval(node.right, env, text)
@@ -186,7 +194,7 @@ def _eval(node: ast.AST, env: dict, text: str):
             raise ExprError(f"'{_short(text)}': {e}") from None
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
         v = _eval(node.operand, env, text)
-        return -v if isinstance(node.op, ast.USub) else v
+        return _bounded(-v if isinstance(node.op, ast.USub) else v, text)
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)

@@ -35,7 +35,10 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import os
+import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -45,6 +48,70 @@ MAX_MATMUL_FLOPS = 1 << 37  # ~137 G multiply-adds (a 4096³ GEMM is 69 G): seco
 MAX_INT_BITS = 128
 MAX_STRING = 32
 DEFAULT_DEADLINE_S = 60.0
+MAX_ITEMSIZE = 16  # bytes per element: complex128; a subarray or string dtype multiplies it
+
+
+def _memory_budget() -> int:
+    """How much a reference may add to the process's resident memory. Each array is bounded by
+    MAX_ELEMENTS, but 'a = ones(N); b = ones(N); ...' (or a list of such) is not: without a
+    total, 60 s of that fills any machine. Half the RAM, between 2 and 16 GiB."""
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        ram = 32 << 30
+    return max(2 << 30, min(16 << 30, ram // 2))
+
+
+MAX_MEMORY_GROWTH = _memory_budget()
+
+# Strings a call may receive besides numeric type names ('float32', 'i4'): the option words of
+# the listed functions (np.pad's mode, sort's kind, order, indexing, ...). Anything else would be
+# data, and a string array is 4 bytes per character per element (np.full(N, 'x' * 32) is 16 GiB
+# at the element limit): refused before numpy sees it.
+OPTION_WORDS = frozenset(
+    [
+        "constant",
+        "edge",
+        "wrap",
+        "reflect",
+        "symmetric",
+        "linear_ramp",
+        "maximum",
+        "minimum",
+        "mean",
+        "median",
+        "empty",
+        "valid",
+        "same",
+        "full",
+        "clip",
+        "raise",
+        "quicksort",
+        "mergesort",
+        "heapsort",
+        "stable",
+        "quick",
+        "heap",
+        "merge",
+        "C",
+        "A",
+        "K",
+        "ij",
+        "xy",
+        "left",
+        "right",
+        "unsafe",
+        "same_kind",
+        "safe",
+        "equiv",
+        "no",
+        "linear",
+        "lower",
+        "higher",
+        "midpoint",
+        "nearest",
+    ]
+)
 
 
 class RefError(ValueError):
@@ -510,6 +577,7 @@ def _run_trusted(program: str, names: dict) -> dict:
 class _Evaluator:
     def __init__(self, program: str, ns: dict, deadline: float):
         self.program, self.ns, self.deadline = program, ns, deadline
+        self.rss_start = _resident_bytes()
 
     def fail(self, message: str) -> RefError:
         return RefError(f"ref '{_short(self.program)}': {message}")
@@ -547,16 +615,33 @@ class _Evaluator:
             raise
         except RecursionError:
             raise self.fail("nested too deeply") from None
-        except (ArithmeticError, ValueError, TypeError, IndexError, KeyError, MemoryError) as e:
+        except (
+            ArithmeticError, ValueError, TypeError, IndexError, KeyError, MemoryError,
+            AttributeError,
+        ) as e:  # fmt: skip
             raise self.fail(f"{type(e).__name__}: {_short(str(e), 200)}") from None
-        return self.bounded(value)
+        value = self.bounded(value)
+        if isinstance(value, np.ndarray | list | tuple):
+            self.check_memory()
+        return value
+
+    def check_memory(self) -> None:
+        if self.rss_start is None:
+            return
+        now = _resident_bytes()
+        if now is not None and now - self.rss_start > MAX_MEMORY_GROWTH:
+            raise self.fail(
+                f"it holds more than {MAX_MEMORY_GROWTH >> 20} MiB of arrays at once "
+                "(a reference may hold a few copies of its inputs)"
+            )
 
     def bounded(self, value):
         if isinstance(value, np.ndarray):
             if value.size > MAX_ELEMENTS:
                 raise self.fail(f"an array of {value.size} elements (at most {MAX_ELEMENTS})")
-            if value.dtype.kind in "OVMm":
-                # An array of Python objects would let numpy call what it holds.
+            if value.dtype.kind not in "biufc" or value.dtype.itemsize > MAX_ITEMSIZE:
+                # An array of Python objects would let numpy call what it holds; strings,
+                # records, datetimes are no data a kernel is checked against.
                 raise self.fail(f"an array of dtype {value.dtype} (numbers only)")
         if _pyint(value) and value.bit_length() > MAX_INT_BITS:
             raise self.fail(f"a number above 2**{MAX_INT_BITS}")
@@ -584,13 +669,16 @@ class _Evaluator:
     def _Attribute(self, node: ast.Attribute):
         base = self.expr(node.value)
         if isinstance(base, _Module):
+            # check() sees only 'np.NAME' written out; 'z = np; z.T' or '(np if c else x).item'
+            # reaches here too, so the lists are applied again.
             if base.name == "math":
-                if node.attr in ("pi", "e", "inf", "nan"):
+                if node.attr in MATH or node.attr in ("pi", "e", "inf", "nan"):
                     return getattr(math, node.attr)
-                return getattr(math, node.attr)  # check() allowed only MATH names
-            if node.attr in CONSTANTS:
+            elif node.attr in CONSTANTS:
                 return CONSTANTS[node.attr]
-            return getattr(np, node.attr)  # check() allowed only FUNCTIONS
+            elif node.attr in FUNCTIONS:
+                return getattr(np, node.attr)
+            raise self.fail(f"{base.name}.{node.attr} is not listed")
         if node.attr in ATTRIBUTES and isinstance(base, np.ndarray | np.generic):
             return getattr(base, node.attr)
         if node.attr in METHODS and isinstance(base, np.ndarray | np.generic):
@@ -690,6 +778,8 @@ class _Evaluator:
                 raise _refuse(self.program, a)
             args.append(self.expr(a))
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        for value in [*args, *kwargs.values()]:
+            self.check_argument(value)
         if isinstance(fn, _Method):
             self.check_call(fn.name, [fn.obj, *args], kwargs)
             return getattr(fn.obj, fn.name)(*args, **kwargs)
@@ -706,6 +796,33 @@ class _Evaluator:
         return fn(*args, **kwargs)
 
     # -- size guards, before numpy allocates
+    def check_argument(self, value, depth: int = 0) -> None:
+        """What a call may be given: numbers, arrays, shapes, numeric type names and option
+        words. Before the call, because after it is too late: dtype='O' makes numpy compute
+        with Python integers (10**(10**9) for hours, where the deadline cannot interrupt),
+        '(10000,10000)f8' or 'U1000' multiplies every element, and a Python integer beyond 64
+        bits turns an operand into an object array."""
+        if isinstance(value, str | type | np.dtype):
+            dt = _as_dtype(value)
+            if dt is None:
+                if isinstance(value, str) and value in OPTION_WORDS:
+                    return
+                raise self.fail(f"{_short(repr(value), 40)} is neither a numeric type nor an "
+                                "option word of a listed function")  # fmt: skip
+            if not _plain(dt):
+                raise self.fail(f"dtype {dt} (numbers only: int, uint, float, complex, bool)")
+        elif _pyint(value):
+            if not -(1 << 63) <= value < (1 << 64):
+                raise self.fail(f"the whole number {_short(str(value), 40)} does not fit 64 bits")
+        elif isinstance(value, tuple | list):
+            if depth < 2 and any(isinstance(v, str | type | np.dtype) for v in value):
+                dt = _as_dtype(value)  # ('f8', (1000, 1000)), [('a', 'f8')]
+                if dt is not None and not _plain(dt):
+                    raise self.fail(f"dtype {dt} (numbers only)")
+            if depth < 2:
+                for v in value:
+                    self.check_argument(v, depth + 1)
+
     def check_size(self, count: int) -> None:
         if count > MAX_ELEMENTS:
             raise self.fail(f"an array of {count} elements (at most {MAX_ELEMENTS})")
@@ -787,6 +904,36 @@ class _Evaluator:
         for a in [*args, *kwargs.values()]:
             if isinstance(a, list | tuple) and len(a) > MAX_ELEMENTS:
                 self.check_size(len(a))
+
+
+def _as_dtype(value) -> np.dtype | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # 'a' and other deprecated aliases: refused anyway
+            return np.dtype(value)
+    except (TypeError, ValueError, SyntaxError, RecursionError):
+        return None
+
+
+def _plain(dt: np.dtype) -> bool:
+    return (
+        dt.kind in "biufc"
+        and dt.shape == ()
+        and dt.fields is None
+        and not dt.hasobject
+        and dt.itemsize <= MAX_ITEMSIZE
+    )
+
+
+def _resident_bytes() -> int | None:
+    """The process's resident memory now (Linux); None where it cannot be read cheaply."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _padded(base, width) -> int:

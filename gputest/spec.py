@@ -151,7 +151,13 @@ def spec_from_json(
                     f"parameter {p.get('name', '?')!r}: role must be one of {', '.join(ROLES)}"
                 )
         spec = TestSpec.from_dict(d)
-    except (TypeError, KeyError, ValueError) as e:
+        # Inside the try: '"sizes": ["x"]' or '"sizes": 5' is a bad file, not a traceback.
+        if not isinstance(spec.sizes, list) or not all(
+            isinstance(x, int | float) and not isinstance(x, bool) and float(x).is_integer()
+            for x in spec.sizes
+        ):
+            raise TypeError("'sizes' must be a list of whole numbers")
+        spec.sizes = [int(x) for x in spec.sizes]
+    except (TypeError, KeyError, ValueError, OverflowError) as e:
         return None, [SpecProblem(f"{where}: {e}")]
-    spec.sizes = [int(x) for x in spec.sizes]
     return spec, validate(spec)
