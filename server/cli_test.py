@@ -17,6 +17,7 @@ import json
 import sys
 from pathlib import Path
 
+from .app import short_tokens
 from .output_format import chosen_format, markdown_to_text
 
 EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_RUN, EXIT_NO_GPU = 0, 1, 2, 3
@@ -85,7 +86,7 @@ async def _run(args: argparse.Namespace, sizes: list[int] | None):
 
     def progress(msg: str) -> None:
         if chosen_format(args) == "text":
-            print(f"  … {msg}", file=sys.stderr)
+            print(f"  … {short_tokens(msg)}", file=sys.stderr)
 
     try:
         return await run_gpu_test_file(
@@ -125,9 +126,10 @@ def run(args: argparse.Namespace) -> int:
     if fmt == "json":
         print(json.dumps([r.to_dict() for r in reports], indent=2, default=str))
     elif fmt == "markdown":
-        print("\n\n".join(format_table(r) for r in reports))
+        print(short_tokens("\n\n".join(format_table(r) for r in reports)))
     else:
-        print("\n\n".join(markdown_to_text(format_table(r)) for r in reports))
+        # a kernel name from the file can be megabytes: cut for the terminal (JSON keeps it)
+        print(short_tokens("\n\n".join(markdown_to_text(format_table(r)) for r in reports)))
     if any(r.status == "no-gpu" for r in reports):
         return EXIT_NO_GPU
     return EXIT_PASS if all(r.passed for r in reports) else EXIT_FAIL
