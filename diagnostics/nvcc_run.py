@@ -8,7 +8,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .process import ProcessResult, run_killable
+from .process import ProcessResult, run_killable, scratch_name
 from .toolchain import Tool, cuda_include_dirs
 
 
@@ -22,9 +22,21 @@ class NvccRun:
 
 def include_dirs_for(file_path: str | None) -> list[str]:
     dirs = list(cuda_include_dirs())
-    if file_path:
+    if file_path and _usable_path(file_path):
         dirs.insert(0, str(Path(file_path).resolve().parent))
     return dirs
+
+
+def _usable_path(path: str) -> bool:
+    # A client's URI can decode to anything: '%00' (every file call raises ValueError), a
+    # name longer than the file system allows, or no name at all ('file:///').
+    return "\0" not in path and all(len(part.encode()) <= 255 for part in Path(path).parts)
+
+
+def _source_name(file_path: str | None) -> str:
+    """The name nvcc sees (its messages name it): the user's, when it is a plain file name."""
+    name = Path(file_path).name if file_path and _usable_path(file_path) else ""
+    return scratch_name(name, "input.cu", reserved=("out.ptx",))
 
 
 async def nvcc_to_ptx(
@@ -37,7 +49,7 @@ async def nvcc_to_ptx(
     timeout: float = 60.0,
 ) -> NvccRun:
     """Raises OSError only when nvcc cannot be started."""
-    name = Path(file_path).name if file_path else "input.cu"
+    name = _source_name(file_path)
     with tempfile.TemporaryDirectory(prefix="ptxls-nvcc-") as tmp:
         src = Path(tmp) / name
         src.write_bytes(text.encode("utf-8", errors="replace"))

@@ -195,3 +195,19 @@ async def run_killable(
         _kill(proc)
         raise
     return _result(proc, out, err, timed_out, dropped, started)
+
+
+def scratch_name(name: str | None, default: str, reserved: tuple[str, ...] = ()) -> str:
+    """The name a user's buffer gets inside a private scratch folder (tools' messages name it).
+    The client's URI decides it, so it can be anything: empty ('file:///'), NUL ('%00': every
+    file call raises ValueError), control characters, longer than a file name may be (ENAMETOOLONG:
+    the tool never ran), or the name of the tool's own output. Those get ``default``."""
+    base = (name or "").replace("\\", "/").rsplit("/", 1)[-1]
+    if (
+        not base
+        or base in (".", "..", *reserved)
+        or any(ord(c) < 32 or c == "\x7f" for c in base)
+        or len(base.encode("utf-8", "surrogatepass")) > 200
+    ):
+        return default
+    return base

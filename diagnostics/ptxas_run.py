@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from .process import ProcessResult, run_killable
+from .process import ProcessResult, run_killable, scratch_name
 from .toolchain import Tool
 
 
@@ -42,7 +42,7 @@ async def run_ptxas(
     job = _scratch() / uuid.uuid4().hex
     job.mkdir()
     try:
-        src = job / (Path(file_name).name or "input.ptx")
+        src = job / scratch_name(file_name, "input.ptx", reserved=("out.cubin",))
         src.write_bytes(text.encode("utf-8", errors="replace"))
         out = job / "out.cubin"
         args = [

@@ -7,6 +7,7 @@ the wrong type falls back to its default with one message, so a typo never break
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,9 +84,24 @@ def settings_from_dict(raw: dict | None) -> tuple[Settings, list[str]]:
 
         _, llm_problems = from_config(settings.llm)
         problems += llm_problems
-    if settings.debounce_ms < 0 or settings.debounce_ms > 10_000:
-        problems.append(
-            f"setting ptxls.debounceMs={settings.debounce_ms} is out of range 0–10000; using 150"
-        )
-        settings.debounce_ms = 150
+    # A value of the right type can still be absurd, and settings may come from a cloned
+    # repository's own settings file: a ptxas timeout of 1e308 or NaN never fires (a hung
+    # ptxas runs until the next edit), -1 times every run out at once (no diagnostics at all).
+    defaults = Settings()
+    for name, key, low, high in _RANGES:
+        value = getattr(settings, name)
+        if not (isinstance(value, int | float) and math.isfinite(value) and low <= value <= high):
+            default = getattr(defaults, name)
+            problems.append(
+                f"setting ptxls.{key}={value!r} is out of range {low}–{high}; using {default}"
+            )
+            setattr(settings, name, default)
     return settings, problems
+
+
+_RANGES = (
+    ("debounce_ms", "debounceMs", 0, 10_000),
+    ("ptxas_timeout_seconds", "ptxasTimeoutSeconds", 1, 3600),
+    ("max_problems", "maxProblems", 1, 100_000),
+    ("save_only_above_bytes", "saveOnlyAboveBytes", 0, 1 << 40),
+)

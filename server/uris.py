@@ -51,6 +51,8 @@ def to_path(uri: str) -> str | None:
     if not uri.lower().startswith("file:"):
         return None
     try:
-        return to_fs_path(uri)
+        path = to_fs_path(uri)
     except Exception:  # noqa: BLE001 - a malformed URI names no file
         return None
+    # '%00' decodes to a NUL, which no file name holds (every file call raises ValueError).
+    return None if path is None or "\0" in path else path
