@@ -16,12 +16,14 @@ Each pattern is a single pass with no nested repetition, so scrubbing is linear 
 
 from __future__ import annotations
 
+import base64
 import io
+import json
 import logging
 import os
 import re
 import threading
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
 
 REDACTED = "[redacted]"
 MIN_SECRET_LEN = 6  # shorter strings would redact innocent text; a real key is long
@@ -150,7 +152,45 @@ def remember_secret(secret: str | None) -> None:
             _known.add(secret)
 
 
-_cache: tuple[tuple, list[str]] = ((), [])
+_cache: tuple[tuple, list[str], list[tuple[list[str], re.Pattern]]] = ((), [], [])
+
+
+def _encodings(secret: str) -> list[str]:
+    """How an endpoint, a proxy or a library may echo the key besides verbatim: URL-encoded
+    (a key with '+', '/', '=' in a query or form body), JSON-escaped, hex, and base64 (a Basic
+    header, a token blob, an encoded request dump). Base64 depends on where the key starts in
+    the encoded bytes: for each of the three alignments, the characters that come from the key
+    alone."""
+    raw = secret.encode("utf-8", "surrogatepass")
+    lower_hex = lambda m: m.group().lower()  # noqa: E731 - '%2b' as some encoders write it
+    out = {
+        quote(secret, safe=""),
+        quote_plus(secret),
+        re.sub(r"%[0-9A-F]{2}", lower_hex, quote(secret, safe="")),
+        re.sub(r"%[0-9A-F]{2}", lower_hex, quote_plus(secret)),
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        raw.hex(),
+        raw.hex().upper(),
+    }
+    for offset in range(3):
+        whole_groups = (offset + len(raw)) // 3
+        for enc in (base64.b64encode, base64.urlsafe_b64encode):
+            text = enc(b"\0" * offset + raw).decode("ascii")
+            core = text[4 if offset else 0 : 4 * whole_groups]
+            if len(core) >= 16:
+                out.add(core)
+    out.discard(secret)
+    return [v for v in out if len(v) >= MIN_SECRET_LEN]
+
+
+def _tolerant(secret: str) -> tuple[list[str], re.Pattern]:
+    """The key in any case, with line breaks or spaces inside it (an error body wrapped at 76
+    columns, a log line split in two). Only tried where a piece of it occurs (the chunks)."""
+    low = secret.lower()
+    chunks = [low[i : i + 8] for i in range(0, max(1, len(low) - 7), 8)]
+    pattern = re.compile(r"\s{0,8}".join(re.escape(c) for c in secret), re.IGNORECASE)
+    return chunks, pattern
 
 
 def _secrets(key: str | None) -> list[str]:
@@ -165,9 +205,51 @@ def _secrets(key: str | None) -> list[str]:
     for s in (key, env_key):
         if s and len(s) >= MIN_SECRET_LEN:
             found.add(s)
-    result = sorted(found, key=len, reverse=True)
-    _cache = (stamp, result)
+    variants = set(found)
+    for s in found:
+        variants.update(_encodings(s))
+    result = sorted(variants, key=len, reverse=True)
+    tolerant = [_tolerant(s) for s in sorted(found, key=len, reverse=True) if len(s) >= 16]
+    _cache = (stamp, result, tolerant)
     return result
+
+
+PIECE = 16  # a run of this many characters of the key (or of an encoding of it) is a leak
+
+
+def _redact_pieces(text: str, secrets: list[str]) -> str:
+    """Pieces of the key: a message cut to a length limit ends inside it, a window of a log
+    starts inside it. From each place where the key's first (or last) PIECE characters occur,
+    as far as the text goes on agreeing with the key."""
+    spans = []
+    for secret in secrets:
+        if len(secret) < PIECE + 4:
+            continue
+        n = len(secret)
+        head, tail = secret[:PIECE], secret[-PIECE:]
+        at = text.find(head)
+        while at >= 0:
+            same = len(os.path.commonprefix([text[at : at + n], secret]))
+            spans.append((at, at + same))
+            at = text.find(head, at + 1)
+        at = text.find(tail)
+        while at >= 0:
+            end = at + PIECE
+            start = max(0, end - n)
+            back = len(os.path.commonprefix([text[start:end][::-1], secret[::-1]]))
+            spans.append((end - back, end))
+            at = text.find(tail, at + 1)
+    if not spans:
+        return text
+    out, pos = [], 0
+    for start, end in sorted(spans):
+        if end <= pos:
+            continue
+        out.append(text[pos : max(pos, start)])
+        out.append(REDACTED)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def scrub(text: str, key: str | None = None) -> str:
@@ -183,6 +265,13 @@ def scrub(text: str, key: str | None = None) -> str:
     for secret in _secrets(key):
         if secret in text:
             text = text.replace(secret, REDACTED)
+    text = _redact_pieces(text, _cache[1])
+    if _cache[2]:
+        low = text.lower()
+        for chunks, pattern in _cache[2]:
+            if any(c in low for c in chunks):
+                text = pattern.sub(REDACTED, text)
+                low = text.lower()
     if not _needs_patterns(text.lower()):
         return text
     text, swept = _sweep(text)
