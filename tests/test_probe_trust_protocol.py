@@ -121,3 +121,17 @@ def test_a_message_written_one_byte_at_a_time_is_answered(server):
         server.proc.stdin.write(msg[i : i + 1])
         server.proc.stdin.flush()
     assert "mad" in str(server.wait_reply(4243).get("result"))
+
+
+@pytest.mark.parametrize("command", ["ptxls.showPtx", "ptxls.openLibraryKernel"])
+def test_a_megabyte_kernel_name_is_not_echoed_back(server, command):
+    # Both answered with the 5 MB name inside their summary (and Show PTX compiled for it).
+    reply = server.wait_reply(
+        server.request(
+            "workspace/executeCommand",
+            {"command": command, "arguments": [URI, "k" * 5_000_000, "x"]},
+        ),
+        timeout=60,
+    )
+    assert len(json.dumps(reply)) < 20_000, json.dumps(reply)[:300]
+    hover_ok(server)

@@ -17,7 +17,7 @@ from lsprotocol import types
 from ptxls.fewshot.library import Example, load_examples
 from ptxls.fewshot.measured import load_measured
 
-from ..app import PtxlsServer
+from ..app import PtxlsServer, short_name
 from .show_ptx import _show_document
 
 COMMAND = "ptxls.openLibraryKernel"
@@ -115,7 +115,10 @@ def register(server: PtxlsServer) -> None:
         ex = next((e for e in examples if e.name == name), None)
         if ex is None:
             known = ", ".join(e.name for e in examples) or "none"
-            return {"ok": False, "summary": f"no library kernel '{name}' (library: {known})"}
+            return {
+                "ok": False,
+                "summary": f"no library kernel '{short_name(name)}' (library: {known})",
+            }
         target = (ex.folder / "kernel.ptx").as_uri()
         _show_document(ls, target)
         return {"ok": True, "uri": target, "summary": f"{ex.name}: {detail(ex, figures)}"}

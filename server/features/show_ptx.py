@@ -13,13 +13,15 @@ import asyncio
 from pathlib import Path
 
 from lsprotocol import types
-from pygls.uris import to_fs_path
 
 from ptxls.diagnostics.arch import choose_arch
 from ptxls.lowering import safe_write
 from ptxls.lowering.show_ptx import show_ptx
 
 from ..app import PtxlsServer
+from ..uris import to_path
+
+MAX_NAME = 4096  # a C++ mangled kernel name is a few hundred characters
 
 COMMAND = "ptxls.showPtx"
 
@@ -33,8 +35,17 @@ def _view_root(server: PtxlsServer, source: Path) -> Path | None:
 def register(server: PtxlsServer) -> None:
     @server.command(COMMAND)
     async def show(ls: PtxlsServer, uri: str = "", kernel: str = "", *_rest) -> dict:
+        if (
+            not isinstance(uri, str)
+            or not isinstance(kernel, str | None)
+            or (kernel and len(kernel) > MAX_NAME)
+        ):
+            # A 5 MB "kernel name" was compiled for and echoed whole in the result.
+            what = f"{len(kernel)} characters" if isinstance(kernel, str) else type(kernel).__name__
+            return {"ok": False, "summary": "ptxls.showPtx takes (uri, kernel name): got a "
+                    f"kernel name of {what}"}  # fmt: skip
         doc = ls.open_document(uri)
-        path = to_fs_path(uri) if uri.startswith("file:") else None
+        path = to_path(uri)  # None for other schemes and for a URI naming no file ('%00')
         if doc is None and path and Path(path).exists():
             text = Path(path).read_text(errors="replace")
         elif doc is not None:
