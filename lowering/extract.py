@@ -6,7 +6,9 @@ the CUDA echoed back in a ```cuda block first, a ``<think>`` section holding a d
 that corrects itself ("wait, corrected version:"), CRLF line endings, a reply cut off at the
 token limit. The rules:
 
-1. Line endings are normalised (CRLF, lone CR) and reasoning sections (``<think>``,
+1. Line endings are normalised (CRLF, lone CR), invisible characters removed (zero-width
+   spaces, BOM), markdown block quotes and ``<pre><code>`` read as plain text and fences, and
+   reasoning sections (``<think>``,
    ``<thinking>``, ``<reasoning>``; an unclosed one at the start; a ``</think>`` with no opening)
    are set aside as ``reasoning``: a draft in there is never the answer.
 2. Every fenced block and every stretch of bare PTX in the prose is a candidate. Bare PTX ends
@@ -29,6 +31,8 @@ milliseconds to seconds, never hours.
 from __future__ import annotations
 
 import bisect
+import dataclasses
+import html
 import json
 import re
 from dataclasses import dataclass, field
@@ -73,6 +77,79 @@ _THINK_TAGS = ("think", "thinking", "reasoning", "thought")
 
 def normalise(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+# Characters a model (or the chat UI it learned from) puts into text that ptxas rejects and
+# nobody can see: zero-width spaces and joiners, word joiners, the byte-order mark (also at
+# the start of a reply), and Unicode spaces (no-break, thin, ideographic) used for
+# indentation. The invisible ones are dropped, the spaces become ' '; both are safe anywhere
+# in PTX, code or comment, and without this an otherwise right kernel fails a whole round on
+# "Unexpected non-ASCII character".
+_INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
+_UNICODE_SPACES = (
+    "\u00a0\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000"
+)
+_INVISIBLE_TABLE = {
+    **dict.fromkeys(map(ord, _INVISIBLE)),
+    **dict.fromkeys(map(ord, _UNICODE_SPACES), " "),
+}
+
+
+def clean_invisible(text: str) -> tuple[str, int]:
+    """(text without invisible characters and with Unicode spaces as ' ', how many changed)."""
+    if text.isascii():
+        return text, 0
+    n = sum(map(text.count, _INVISIBLE + _UNICODE_SPACES))
+    return (text.translate(_INVISIBLE_TABLE), n) if n else (text, 0)
+
+
+_QUOTED = re.compile(r"[ \t]{0,3}(?:> ?){1,8}")
+
+
+def unquote(lines: list[str]) -> tuple[list[str], int]:
+    """Markdown block quotes ('> ' before every line) taken off every run of quoted lines
+    that holds PTX or a fence: models quoting their answer, or a chat UI's quoting pasted
+    back. No PTX line starts with '>', so a quoted run is never code. One pass."""
+    if not any(line.lstrip(" \t").startswith(">") for line in lines):
+        return lines, 0
+    out = list(lines)
+    unquoted = 0
+    i, n = 0, len(lines)
+    while i < n:
+        m = _QUOTED.match(lines[i])
+        if not m or not lines[i].lstrip(" \t").startswith(">"):
+            i += 1
+            continue
+        j = i
+        run: list[str] = []
+        while j < n:
+            m = _QUOTED.match(lines[j])
+            if not (m and lines[j].lstrip(" \t").startswith(">")):
+                break
+            run.append(lines[j][m.end() :])
+            j += 1
+        if any(_starts_ptx(r.strip()) or r.lstrip().startswith(("```", "~~~")) for r in run):
+            out[i:j] = run
+            unquoted += j - i
+        i = j
+    return out, unquoted
+
+
+_HTML_PRE = re.compile(
+    r"(?i)<pre(?:[ \t][^<>\n]{0,200})?>[ \t]*(?:<code(?:[ \t][^<>\n]{0,200})?>)?"
+)
+_HTML_PRE_END = re.compile(r"(?i)(?:</code>[ \t]*)?</pre>")
+_HTML_ENTITY = re.compile(r"&(?:lt|gt|amp|quot|apos|#[0-9]{1,7}|#x[0-9a-fA-F]{1,6});")
+
+
+def html_blocks_as_fences(answer: str) -> str:
+    """``<pre><code>…</code></pre>`` (an HTML-rendering UI or a model trained on web pages)
+    turned into a fenced block, so it is read like one."""
+    if "<pre" not in answer and "<PRE" not in answer:
+        return answer
+    if answer.count("<pre") + answer.count("<PRE") > 200:
+        return answer  # not a reply with a few code blocks: left as text (and bounded)
+    return _HTML_PRE_END.sub("\n```\n", _HTML_PRE.sub("\n```\n", answer))
 
 
 _HARMONY_FINAL = "<|channel|>final<|message|>"
@@ -282,8 +359,12 @@ def _bare_segments(lines: list[str], start: int, end: int) -> list[Segment]:
     return out
 
 
-def _segments(lines: list[str]) -> tuple[list[Segment], int]:
-    """Fenced blocks and bare PTX stretches, in reply order; and the number of fences."""
+def _segments(lines: list[str], nested: bool = False) -> tuple[list[Segment], int]:
+    """Fenced blocks and bare PTX stretches, in reply order; and the number of fences.
+
+    A longer fence holding shorter ones (````` ````markdown ````` around prose and a
+    ```` ```ptx ```` block, as models write when they quote a whole answer) is read for its
+    inner blocks, one level deep, so each line is scanned at most twice."""
     out: list[Segment] = []
     fences = 0
     i, prose_from, n = 0, 0, len(lines)
@@ -296,6 +377,7 @@ def _segments(lines: list[str]) -> tuple[list[Segment], int]:
         fence, indent, tag = opened
         fences += 1
         body: list[str] = []
+        inner_fences = False
         j, closed = i + 1, False
         while j < n:
             closes, before = _fence_close(lines[j], fence)
@@ -308,9 +390,21 @@ def _segments(lines: list[str]) -> tuple[list[Segment], int]:
             if indent:  # a fence indented in a list: its body is indented as much
                 k = len(line) - len(line.lstrip(" "))
                 line = line[min(k, indent) :]
+            if not nested and len(fence) > 3:
+                inner = _fence_open(line)
+                inner_fences = inner_fences or (
+                    inner is not None and inner[0][0] == fence[0] and len(inner[0]) < len(fence)
+                )
             body.append(line)
             j += 1
-        out.append(Segment("\n".join(body).strip("\n") + "\n", True, tag, closed, i + 1))
+        if inner_fences:
+            inner_segments, inner_count = _segments(body, nested=True)
+            for seg in inner_segments:
+                seg.first_line += i + 1
+            out += inner_segments
+            fences += inner_count
+        else:
+            out.append(Segment("\n".join(body).strip("\n") + "\n", True, tag, closed, i + 1))
         i = j + 1
         prose_from = i
     out += _bare_segments(lines, prose_from, n)
@@ -445,14 +539,22 @@ _ELISION_PHRASES = re.compile(
     r"(?i)\b(?:rest of (?:the )?(?:code|kernel|function|module|body|file|ptx|instructions|"
     r"program|loop)|remaining (?:code|instructions|lines|body)|same as (?:before|above)|"
     r"as before|as above|(?:code|instructions) (?:continues|goes here|as before)|omitted|"
-    r"elided|for brevity|not shown|previous version|snip(?:ped)?|and so on|etc\.?$)"
+    r"elided|for brevity|not shown|previous version|snip(?:ped)?|and so on|etc\.?$|"
+    # "TODO: fill in the loads", "(identical to above)", "[same code as in your kernel]",
+    # "<existing code>", "as in the original": a pointer to code that is not there
+    r"fill (?:in|this)|identical to (?:above|before|the|your)|(?:existing|same) "
+    r"(?:code|instructions|loads|stores|body)|as in (?:the |your )?(?:original|previous|"
+    r"earlier|above|first))"
 )
 _MATH = re.compile(r"[-+*/=<>,\[\]^%]|\b(?:to|for|sum|from)\b")
 _UNCHANGED = re.compile(r"(?i)\bunchanged\b")
+# what is unchanged must be code ("rest unchanged", "loop body unchanged"): "n stays
+# unchanged here" or "%r1 remains unchanged" describe a value, and are not elisions
 _UNCHANGED_CONTEXT = re.compile(
-    r"(?i)\b(?:code|rest|same|previous|above|before|as is|remains?|section|part|body|kernel|"
-    r"block|here|lines|instructions|everything|other|loop)\b"
+    r"(?i)\b(?:code|rest|same|previous|above|before|as is|section|part|body|kernel|"
+    r"block|lines|instructions|everything|else|other|loop)\b"
 )
+_REGISTER = re.compile(r"%[a-z]")
 
 
 def find_elision(ptx: str) -> tuple[int, str] | None:
@@ -495,8 +597,10 @@ def find_elision(ptx: str) -> tuple[int, str] | None:
             rest = comment.replace("…", " ").replace("...", " ")
             if not _MATH.search(rest) and len(rest.split()) <= 3:
                 return no, stripped
-        if _UNCHANGED.search(comment) and (
-            len(comment.split()) <= 2 or _UNCHANGED_CONTEXT.search(comment)
+        if (
+            _UNCHANGED.search(comment)
+            and not _REGISTER.search(comment)
+            and (len(comment.split()) <= 2 or _UNCHANGED_CONTEXT.search(comment))
         ):
             return no, stripped
     return None
@@ -609,6 +713,11 @@ def _merge_split_module(segments: list[tuple[Segment, Module]]) -> list[tuple[Se
 
 
 def _cut_note(finish_reason: str | None) -> str:
+    if finish_reason == "content_filter":
+        return (
+            "your reply was stopped by the endpoint's content filter (finish_reason: "
+            "content_filter) inside the PTX, before the kernel's closing '}'"
+        )
     why = "the token limit" if finish_reason == "length" else "its end"
     return f"your reply was cut off at {why} inside the PTX, before the kernel's closing '}}'" + (
         f"; raise {TOKEN_LIMIT_SETTING}" if finish_reason == "length" else ""
@@ -627,10 +736,44 @@ def _over_limits(text: str) -> str:
     return ""
 
 
+def _ptx_member(value, path: str, depth: int = 0, reparsed: int = 0) -> tuple[str, str] | None:
+    """The last string under ``value`` that declares an entry, with its path; a string that
+    is itself a JSON object (a tool call's ``"arguments"``, which OpenAI-style tool calls
+    encode as a string) is read too. Bounded: a hostile nesting cannot recurse far, and a
+    string is parsed again at most twice."""
+    if depth > 12:
+        return None
+    if isinstance(value, str):
+        if ".entry" not in value:
+            return None
+        inner = value.strip()
+        if reparsed < 2 and inner.startswith("{") and inner.endswith("}"):
+            try:
+                found = _ptx_member(json.loads(inner), path, depth + 1, reparsed + 1)
+            except (ValueError, RecursionError):
+                found = None
+            if found is not None:
+                return found
+        return value, path
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return None
+    found = None
+    for k, v in items:
+        hit = _ptx_member(v, f"{path}.{k}" if path else str(k), depth + 1, reparsed)
+        if hit is not None:
+            found = hit
+    return found
+
+
 def _unwrap_json(answer: str) -> tuple[str, str]:
-    """A reply that is a JSON object (``{"ptx": "..."}``, bare or in a ```json fence), as
-    models asked for structured output write it: the last string member that declares an
-    entry, and a note. Anything else: unchanged."""
+    """A reply that is a JSON object (``{"ptx": "..."}``, bare or in a ```json fence; a tool
+    call ``{"name": …, "arguments": "{\\"ptx\\": …}"}``), as models asked for structured
+    output or trained on tool use write it: the last string member, at any depth, that
+    declares an entry, and a note. Anything else: unchanged."""
     body = answer.strip()
     if body.startswith("```"):
         first_nl = body.find("\n")
@@ -641,19 +784,41 @@ def _unwrap_json(answer: str) -> tuple[str, str]:
         return answer, ""
     try:
         obj = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # deep nesting: the parser's recursion runs out
         return answer, ""
     if not isinstance(obj, dict):
         return answer, ""
-    found = [(k, v) for k, v in obj.items() if isinstance(v, str) and ".entry" in v]
-    if not found:
+    found = _ptx_member(obj, "")
+    if found is None:
         return answer, ""
-    key, value = found[-1]
-    return value, f"the reply was a JSON object; took its {str(key)[:40]!r} member"
+    value, key = found
+    return value, f"the reply was a JSON object; took its {str(key)[:60]!r} member"
+
+
+_ESCAPED = re.compile(r'\\([nrt"\\/])')
+_ESCAPES = {"n": "\n", "r": "\n", "t": "\t", '"': '"', "\\": "\\", "/": "/"}
+
+
+def _decode_escapes(answer: str) -> str | None:
+    """A reply whose PTX has its line breaks written as the two characters '\\n' (a model or
+    a proxy that encoded the text twice): decoded, or None when the reply is not like that."""
+    if ".entry" not in answer or answer.count("\\n") < 3:
+        return None
+    return _ESCAPED.sub(lambda m: _ESCAPES[m.group(1)], answer)
+
+
+_REFUSAL = re.compile(
+    r"(?i)\b(?:I(?:'|’)?m sorry|I am sorry|I (?:can(?:'|’)?t|cannot|won(?:'|’)?t|am unable to|"
+    r"(?:'|’)m unable to|am not able to)|unable to (?:help|assist|comply)|as an AI)\b"
+)
 
 
 def extract_ptx(
-    reply: str | None, kernel: str | None = None, *, finish_reason: str | None = None
+    reply: str | None,
+    kernel: str | None = None,
+    *,
+    finish_reason: str | None = None,
+    _decoded: bool = False,
 ) -> Extraction:
     """The PTX answer in ``reply`` for the entry ``kernel`` (None: any entry)."""
     cut = finish_reason == "length"
@@ -661,6 +826,7 @@ def extract_ptx(
     too_much = _over_limits(text)
     if too_much:
         return Extraction(None, too_much)
+    text, invisible = clean_invisible(text)
     answer, reasoning = split_reasoning(text)
     answer, unwrapped = _unwrap_json(answer)
     if unwrapped:
@@ -668,7 +834,15 @@ def extract_ptx(
         too_much = _over_limits(answer)
         if too_much:
             return Extraction(None, too_much, reasoning=reasoning)
+    answer = html_blocks_as_fences(answer)
     if not answer.strip():
+        if finish_reason == "content_filter":
+            return Extraction(
+                None,
+                "the endpoint's content filter stopped the reply before any answer "
+                "(finish_reason: content_filter)",
+                reasoning=reasoning,
+            )
         if cut:
             problem = (
                 "the model spent its whole token budget"
@@ -683,7 +857,7 @@ def extract_ptx(
         else:
             problem = "the reply was empty"
         return Extraction(None, problem, reasoning=reasoning)
-    lines = answer.split("\n")
+    lines, quoted = unquote(answer.split("\n"))
     segments, fences = _segments(lines)
     # only stretches that name a function need the full analysis; the rest are prose-like
     # blocks (CUDA, a plan, a header) and stay as text
@@ -712,6 +886,17 @@ def extract_ptx(
         notes.append(
             f"the reply stopped at the token limit (finish_reason: length); raise {TOKEN_LIMIT_SETTING}"
         )
+    if not pool and not _decoded:
+        decoded = _decode_escapes(answer)
+        if decoded is not None:
+            again = extract_ptx(decoded, kernel, finish_reason=finish_reason, _decoded=True)
+            if again.ptx is not None:
+                note = "the reply's line breaks were written as '\\n' (encoded twice); decoded"
+                return dataclasses.replace(
+                    again,
+                    notes=(*notes, note, *again.notes),
+                    reasoning="\n\n".join(r for r in (reasoning, again.reasoning) if r),
+                )
     if not pool:
         in_reasoning = "" if not reasoning else analyse(reasoning)
         if in_reasoning and in_reasoning.entries():
@@ -729,8 +914,16 @@ def extract_ptx(
             problem = (
                 f"the reply has {fences} code block(s) ({tags}) but none declares a PTX '.entry'"
             )
+        elif _REFUSAL.search(answer[:2000]):
+            said = " ".join(answer.split())[:160]
+            problem = (
+                f"the reply declines the task and contains no PTX ({said!r}); the task is "
+                "to translate the given kernel into PTX, which is routine compiler work"
+            )
         else:
             problem = "the reply contains no PTX (no code block, no '.entry')"
+        if finish_reason == "content_filter":
+            problem += "; the endpoint's content filter stopped it (finish_reason: content_filter)"
         return Extraction(None, problem, fences, cut, notes=tuple(notes), reasoning=reasoning)
 
     def complete(sm: tuple[Segment, Module]) -> bool:
@@ -748,7 +941,24 @@ def extract_ptx(
         )
     if seg.fenced and not seg.closed and not truncated:
         notes.append("the reply was cut off after the PTX (its code block never closed)")
-    ptx, dropped = _strip_gputest(seg.text)
+    text = seg.text
+    ends = [f.end for f in mod.functions if f.closed]
+    if seg.fenced and ends and mod.text == text:
+        # prose written inside the code block after the module ("This kernel adds { a, b }."):
+        # from the first line after the last function that cannot be PTX at depth 0
+        tail_at = max(ends)
+        tail = text[tail_at:].split("\n")
+        for k, line in enumerate(tail[1:], 1):
+            if not _ptx_like(line.strip()):
+                kept = "\n".join(tail[:k])
+                gone = sum(1 for x in tail[k:] if x.strip())
+                text = text[:tail_at] + kept + "\n"
+                notes.append(
+                    f"dropped {gone} line{'s' if gone != 1 else ''} of prose after the PTX "
+                    "inside its code block"
+                )
+                break
+    ptx, dropped = _strip_gputest(text)
     elided = find_elision(ptx)
     if elided is not None:
         no, line = elided
@@ -781,6 +991,18 @@ def extract_ptx(
                 more = f" and {len(names) - 10} more" if len(names) > 10 else ""
                 parts.append(f".funcs '{kernel}' does not call: {', '.join(names[:10])}{more}")
             notes.append("dropped " + "; ".join(parts))
+    if quoted:
+        notes.append("the PTX was quoted with '>' (markdown block quote); read without it")
+    if invisible:
+        notes.append(
+            f"removed {invisible} invisible or non-breaking space character"
+            f"{'s' if invisible != 1 else ''} (zero-width spaces, byte-order marks, U+00A0): "
+            "ptxas rejects them and nobody can see them"
+        )
+    if _HTML_ENTITY.search(ptx):
+        # PTX has no '&' at all: an entity is HTML escaping from a <pre><code> rendering
+        ptx = html.unescape(ptx)
+        notes.append("decoded HTML entities (&lt; &gt; &amp;) in the PTX")
     ptx, removed = _strip_non_ascii_comments(ptx)
     if removed:
         notes.append(

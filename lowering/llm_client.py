@@ -80,7 +80,9 @@ _hosts_told: set[str] = set()
 # The parameters we send and may change. The token limit has two spellings; an endpoint that
 # refuses one gets the other, and one that refuses both gets neither.
 _TOKEN_PARAMS = ("max_tokens", "max_completion_tokens")
-_ADAPTABLE = (*_TOKEN_PARAMS, "temperature", "seed", "reasoning_effort")
+# ``stream``: some proxies and servers answer 400 to streaming ("streaming is not supported");
+# the reply is then read whole.
+_ADAPTABLE = (*_TOKEN_PARAMS, "temperature", "seed", "reasoning_effort", "stream")
 # a token limit the endpoint takes but not at this value ("max_tokens is too large: 8192 ...
 # supports at most 4096", vLLM's "maximum context length is 4096 tokens ... reduce the length")
 _TOO_LARGE = re.compile(
@@ -89,7 +91,10 @@ _TOO_LARGE = re.compile(
 )
 _REFUSAL_WORDS = re.compile(
     r"(?i)unsupported|not supported|does not support|unrecognized|unknown|not allowed|"
-    r"not permitted|extra (?:inputs|fields)|unexpected|invalid|only the default|not available"
+    r"not permitted|extra (?:inputs|fields)|unexpected|invalid|only the default|not available|"
+    # a value out of the server's range: "temperature: range: 0..1", pydantic's "Input should
+    # be less than or equal to 0", "must be between 0 and 1", "out of range"
+    r"\brange\b|should be|must be|less than|not in"
 )
 
 
@@ -110,13 +115,44 @@ def _error_fields(exc) -> tuple[str | None, str | None, str]:
         inner = body.get("error") if isinstance(body.get("error"), dict) else body
         param = param or inner.get("param")
         code = code or inner.get("code")
-        message = str(inner.get("message") or inner.get("detail") or "")
+        detail = inner.get("detail")
+        if isinstance(detail, list):
+            # FastAPI/pydantic's 422: [{"loc": ["body", "temperature"], "msg": "..."}, …]
+            message, named = _pydantic_detail(detail)
+            param = param or named
+        else:
+            message = str(inner.get("message") or detail or "")
+        if not message and isinstance(inner.get("error"), str):  # Ollama: {"error": "..."}
+            message = inner["error"]
         if not message and body:
             message = json.dumps(body)[:2000]
     elif isinstance(body, str):
         message = body
     text = f"{message}\n{exc}"
     return (str(param) if param else None, str(code) if code else None, text)
+
+
+def _pydantic_detail(detail: list) -> tuple[str, str | None]:
+    """(the items as "field: message; …", the one request field they name, if one)."""
+    parts, fields = [], set()
+    for item in detail[:20]:
+        if not isinstance(item, dict):
+            continue
+        loc = item.get("loc") if isinstance(item.get("loc"), list) else []
+        where = [str(x) for x in loc if str(x) not in ("body", "query")]
+        if where:
+            fields.add(where[0])
+        parts.append(f"{'.'.join(where) or 'request'}: {item.get('msg') or item.get('type') or ''}")
+    return "; ".join(parts)[:2000], (next(iter(fields)) if len(fields) == 1 else None)
+
+
+def api_error_text(exc) -> str:
+    """The server's own words for an API error: the message of its JSON body (OpenAI's,
+    vLLM's, llama.cpp's, Ollama's, pydantic's 422 list), else the SDK's text. The SDK's
+    ``str()`` of a 422 is only "Error code: 422"."""
+    message = _error_fields(exc)[2].split("\n", 1)[0].strip()
+    status = getattr(exc, "status_code", None)
+    return scrub(f"Error code: {status} - {message}"[:300] if message else _short(exc))
 
 
 def refused_parameter(exc, sent: dict) -> str | None:
@@ -261,6 +297,8 @@ class LlmClient:
             params["seed"] = seed
         if s.reasoning_effort:
             params["reasoning_effort"] = s.reasoning_effort
+        if s.stream:
+            params["stream"] = True
         with _adapted_lock:
             changes = dict(_adapted.get(self._key, {}))
         for name, instead in changes.items():
@@ -304,6 +342,7 @@ class LlmClient:
             "temperature": "no temperature (the model's default)",
             "seed": "no seed (replies may differ between runs)",
             "reasoning_effort": "no reasoning_effort (the model's default)",
+            "stream": "no stream (the reply is read whole; the timeout then covers all of it)",
         }.get(param, f"no '{param}'")
         return f"endpoint refused '{param}' ({value!r}); sent {what}"
 
@@ -325,8 +364,6 @@ class LlmClient:
         s = self.settings
         started = time.monotonic()
         kwargs = dict(model=s.model, messages=messages, **params)
-        if s.stream:
-            kwargs["stream"] = True
         try:
             async with asyncio.timeout(s.timeout_s) as deadline:
                 async with self._client.chat.completions.with_streaming_response.create(
@@ -426,13 +463,10 @@ class LlmClient:
             "stopped reading",
         )
 
-    def _bad_reply(self, what: str, sample: str) -> LlmError:
+    def _bad_reply(self, what: str, sample: str, hint: str = "") -> LlmError:
         sample = sample.strip().replace("\n", " ")[:200]
-        return LlmError(
-            "bad_reply",
-            f"{self.endpoint} sent {what} (starts: {sample!r}); is the base URL an "
-            "OpenAI-compatible /v1 endpoint?",
-        )
+        hint = hint or "is the base URL an OpenAI-compatible /v1 endpoint?"
+        return LlmError("bad_reply", f"{self.endpoint} sent {what} (starts: {sample!r}); {hint}")
 
     def _parse_plain(self, body: bytes, reading: _Reading) -> None:
         try:
@@ -453,9 +487,21 @@ class LlmClient:
             raise self._bad_reply("JSON without 'choices'", json.dumps(data)[:200])
         reading.model = data.get("model") if isinstance(data.get("model"), str) else None
         reading.usage = data.get("usage") if isinstance(data.get("usage"), dict) else None
-        choice = choices[0] if choices and isinstance(choices[0], dict) else {}
+        if not choices:
+            # not an empty answer: the server produced no completion at all (a filtered
+            # prompt, an overloaded proxy); saying "empty reply" would blame the model
+            raise self._bad_reply(
+                "a completion with no choices",
+                json.dumps(data)[:200],
+                "the server produced no answer at all (a filtered prompt or an overloaded "
+                "server); try again or another model",
+            )
+        choice = choices[0] if isinstance(choices[0], dict) else {}
         message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
         text = _content_text(message.get("content"))
+        if not text and isinstance(message.get("refusal"), str):
+            # OpenAI's structured refusal: content null, the model's words in "refusal"
+            text = message["refusal"]
         if not text and isinstance(choice.get("text"), str):  # completions-style servers
             text = choice["text"]
         reasoning = _reasoning_text(message)
@@ -482,7 +528,9 @@ class LlmClient:
             delta = choice.get("delta")
             if not isinstance(delta, dict):
                 delta = choice.get("message") if isinstance(choice.get("message"), dict) else {}
-            piece = _content_text(delta.get("content"))
+            piece = _content_text(delta.get("content")) or (
+                delta["refusal"] if isinstance(delta.get("refusal"), str) else ""
+            )
             thought = _reasoning_text(delta)
             if piece:
                 reading.text.append(piece)
@@ -531,7 +579,7 @@ class LlmClient:
                     raise LlmError(
                         "bad_request",
                         f"{self.endpoint} rejected the request (HTTP 400) and refused "
-                        f"'{r.param}' again after it was changed: {_short(r.original)}",
+                        f"'{r.param}' again after it was changed: {api_error_text(r.original)}",
                         status=400,
                     ) from None
                 log.info("%s (model %s)", note, s.model)
@@ -557,7 +605,7 @@ class LlmClient:
                     raise LlmError("model", await self._model_message(e), status=400) from None
                 raise LlmError(
                     "bad_request",
-                    f"{self.endpoint} rejected the request (HTTP 400): {_short(e)}",
+                    f"{self.endpoint} rejected the request (HTTP 400): {api_error_text(e)}",
                     status=400,
                 ) from None
             except (o.RateLimitError, o.InternalServerError, o.APIStatusError) as e:
@@ -571,13 +619,14 @@ class LlmClient:
                 if status is not None and status < 500 and status != 429:
                     raise LlmError(
                         "bad_request",
-                        f"{self.endpoint} answered HTTP {status}: {_short(e)}",
+                        f"{self.endpoint} answered HTTP {status}: {api_error_text(e)}",
                         status=status,
                     ) from None
                 kind = "rate_limit" if status == 429 else "server"
                 reason = f"HTTP {status}"
                 final = (
-                    f"{self.endpoint} kept failing ({reason}: {_short(e)}) after {attempt} attempts"
+                    f"{self.endpoint} kept failing ({reason}: {api_error_text(e)}) after "
+                    f"{attempt} attempts"
                 )
                 wait = _retry_after(e)
             except (o.APITimeoutError, TimeoutError):
@@ -621,15 +670,31 @@ class LlmClient:
 
     async def _model_message(self, exc) -> str:
         model = self.settings.model
-        msg = f"model '{model}' is not served by {self.endpoint} ({_short(exc)})."
+        said = api_error_text(exc)
+        names: list[str] = []
+        listed = False
         try:
             async with asyncio.timeout(min(self.settings.timeout_s, 10)):
                 page = await self._client.models.list()
                 names = sorted(m.id for m in page.data)[:20]
-            if names:
-                msg += f" Available: {', '.join(names)}."
+                listed = True
         except Exception:  # noqa: BLE001 - listing models is a courtesy; its failure changes nothing
             pass
+        if (not listed and "model" not in said.lower()) or model in names:
+            # a 404 that names no model, from a server that lists none either: the path is
+            # wrong, not the model (a base URL without its "/v1": vLLM's {"detail": "Not
+            # Found"}, Ollama's "404 page not found")
+            listed_too = f" (it lists model '{model}')" if model in names else ""
+            return (
+                f"{self.endpoint}/chat/completions was not found{listed_too} ({said}). Is "
+                "the base URL "
+                "right? OpenAI-compatible servers serve under /v1 (e.g. "
+                "http://localhost:8000/v1, http://localhost:11434/v1): set ptxls.llm.baseUrl "
+                "/ OPENAI_BASE_URL."
+            )
+        msg = f"model '{model}' is not served by {self.endpoint} ({said})."
+        if names:
+            msg += f" Available: {', '.join(names)}."
         return msg + " Set PTXLS_MODEL or the setting ptxls.llm.model."
 
 

@@ -126,6 +126,7 @@ class LoopResult:
     kernel: str = ""
     attempt: Attempt | None = None  # the best failing attempt, when nothing passed
     stop_reason: str = ""  # why nothing passed, in words
+    never_answered: bool = False  # the endpoint failed every request: no reply was ever read
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -186,11 +187,13 @@ Progress = Callable[[str], None]
 
 
 class _Stop(Exception):
-    """A fatal error in one candidate that ends the whole loop."""
+    """A fatal error in one candidate that ends the whole loop. ``answered``: the model had
+    sent at least one reply to this candidate before it."""
 
-    def __init__(self, message: str):
+    def __init__(self, message: str, answered: bool = True):
         super().__init__(message)
         self.message = message
+        self.answered = answered
 
 
 class _BudgetSpent(Exception):
@@ -227,7 +230,7 @@ def _signature(rec: RoundRecord, messages: list[str]) -> str:
 _STUCK_WORDS = {
     "no_ptx": "no PTX in the reply every time (a refusal, or an answer in prose)",
     "incomplete": "an elided repair every time ('...', 'unchanged')",
-    "truncated": f"the reply cut off at the token limit every time ({LENGTH_HINT})",
+    "truncated": f"the reply cut off every time ({LENGTH_HINT} where it stops at the token limit)",
     "ptxas": "the same ptxas error every round",
     "interface": "the same interface problem every round",
     "gpu": "the same GPU-test failure every round",
@@ -406,8 +409,12 @@ async def _candidate(
                     rec.summary = f"not a candidate: {ext.problem or 'the reply elides code'}"
                 elif length_cut or ext.truncated:
                     rec.outcome = "truncated"
+                    # only a finish_reason of "length" is the token limit; a reply cut by a
+                    # content filter or a dropped stream says so in ext.problem
                     rec.summary = (
                         f"no usable PTX: the reply was cut at the token limit ({LENGTH_HINT})"
+                        if length_cut
+                        else f"no usable PTX: {ext.problem or 'the reply was cut off'}"
                     )
                 else:
                     rec.outcome = "no_ptx"
@@ -603,10 +610,15 @@ async def _candidate(
         return result
     except LlmError as e:
         if e.kind in FATAL_LLM_ERRORS:
-            raise _Stop(str(e)) from e
+            raise _Stop(str(e), answered=_answered([result])) from e
         result.error = f"LLM request failed: {e}"
         result.rounds.append(RoundRecord(index, len(result.rounds) + 1, "llm_error", str(e)))
         return result
+
+
+def _answered(candidates: list[CandidateResult]) -> bool:
+    """Whether the model replied at all (a round that is not an endpoint error)."""
+    return any(r.outcome != "llm_error" for c in candidates for r in c.rounds)
 
 
 def _pick(candidates: list[CandidateResult], optimize: bool) -> CandidateResult | None:
@@ -676,6 +688,7 @@ async def run_loop(
     }
     done_results: list[CandidateResult] = []
     stop_message = ""
+    stop_answered = False
     cancel_wait = asyncio.create_task(cancel.wait()) if cancel else None
     cancelled = False
     try:
@@ -691,6 +704,7 @@ async def run_loop(
                 exc = t.exception()
                 if isinstance(exc, _Stop):
                     stop_message = exc.message
+                    stop_answered = exc.answered
                 elif exc is not None:
                     raise exc
                 else:
@@ -718,6 +732,9 @@ async def run_loop(
         result = LoopResult(False, None, done_results, stop_message, kernel=src.name)
         result.attempt = _best_attempt(done_results)
         result.stop_reason = stop_message
+        # an endpoint that refused before any reply (key, model, a 400 naming nothing we can
+        # change): the lowering could not run, which is not "the model failed"
+        result.never_answered = not stop_answered and not _answered(done_results)
     elif best:
         v = best.verify
         tested = v.summary if v else "not GPU-tested"
@@ -734,6 +751,7 @@ async def run_loop(
         result = LoopResult(False, None, done_results, done_results[0].error, kernel=src.name)
         result.stop_reason = "endpoint errors: " + done_results[0].error
         result.attempt = _best_attempt(done_results)
+        result.never_answered = not _answered(done_results)
     else:
         why = _stop_reason(done_results, budget_spent)
         result = LoopResult(

@@ -504,7 +504,8 @@ async def lower_llm(
         loop=result,
         warnings=list(result.warnings),
         spec=spec_text(spec),
-        ran=True,
+        # the endpoint never answered (every request refused or failed): it could not run
+        ran=not getattr(result, "never_answered", False),
         compile_only=job.compile_only,
         inside_workspace=inside,
     )

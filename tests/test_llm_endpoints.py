@@ -102,8 +102,13 @@ async def test_reasoning_model_refusals_are_adapted_once_and_remembered(llm, str
 
 def test_openai_itself_is_asked_with_max_completion_tokens_from_the_start():
     openai_api = LlmClient(LlmSettings(api_key=SECRET, model="o4-mini"))
-    assert set(openai_api._params(5, None)) == {"max_completion_tokens", "temperature", "seed"}
-    local = LlmClient(LlmSettings(base_url="http://localhost:11434/v1", model="qwen"))
+    assert set(openai_api._params(5, None)) == {
+        "max_completion_tokens",
+        "temperature",
+        "seed",
+        "stream",
+    }
+    local = LlmClient(LlmSettings(base_url="http://localhost:11434/v1", model="qwen", stream=False))
     assert set(local._params(5, None)) == {"max_tokens", "temperature", "seed"}
 
 
@@ -239,11 +244,16 @@ async def test_a_refusal_that_never_ends_is_not_a_dead_loop(llm):
             {"max_tokens": 1, "reasoning_effort": "low"},
             "reasoning_effort",
         ),
+        # a value out of the server's range refuses that parameter too: dropped once (the
+        # model's default applies) rather than ending the lowering on a warmer candidate
         (
-            {"error": {"message": "temperature must be between 0 and 1"}},  # no refusal word
+            {"error": {"message": "temperature must be between 0 and 1"}},
             {"temperature": 1.5},
-            None,
+            "temperature",
         ),
+        ({"error": {"message": "temperature: range: 0..1"}}, {"temperature": 1.5}, "temperature"),
+        # a 400 about something we sent but cannot change names nothing adaptable
+        ({"error": {"message": "messages must be a list"}}, {"temperature": 0.1}, None),
         ({"error": {"message": "invalid model name"}}, {"temperature": 0.1}, None),
     ],
 )
