@@ -135,10 +135,10 @@ def unquote(lines: list[str]) -> tuple[list[str], int]:
     return out, unquoted
 
 
-_HTML_PRE = re.compile(
-    r"(?i)<pre(?:[ \t][^<>\n]{0,200})?>[ \t]*(?:<code(?:[ \t][^<>\n]{0,200})?>)?"
-)
-_HTML_PRE_END = re.compile(r"(?i)(?:</code>[ \t]*)?</pre>")
+# only the <pre><code …> … </code></pre> pair (what HTML renderers emit): a bare "<pre>"
+# mentioned in prose must not open a block that swallows the rest of the reply
+_HTML_PRE = re.compile(r"(?i)<pre(?:[ \t][^<>\n]{0,200})?>[ \t]*<code(?:[ \t][^<>\n]{0,200})?>")
+_HTML_PRE_END = re.compile(r"(?i)</code>[ \t]*</pre>")
 _HTML_ENTITY = re.compile(r"&(?:lt|gt|amp|quot|apos|#[0-9]{1,7}|#x[0-9a-fA-F]{1,6});")
 
 
@@ -149,6 +149,9 @@ def html_blocks_as_fences(answer: str) -> str:
         return answer
     if answer.count("<pre") + answer.count("<PRE") > 200:
         return answer  # not a reply with a few code blocks: left as text (and bounded)
+    opened, closed = len(_HTML_PRE.findall(answer)), len(_HTML_PRE_END.findall(answer))
+    if not opened or opened != closed:
+        return answer
     return _HTML_PRE_END.sub("\n```\n", _HTML_PRE.sub("\n```\n", answer))
 
 
