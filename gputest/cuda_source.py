@@ -57,13 +57,25 @@ _GLOBAL = re.compile(
 def find_kernels(source: str) -> list[CudaKernel]:
     code = strip_comments(source)
     kernels = []
+    # Split once and count lines from the previous kernel on: per kernel from the start (and a
+    # split per kernel) was quadratic, seconds of the event loop for a code-lens request.
+    lines: list[str] | None = None
+    counted_to, newlines = 0, 0
+
+    def line_of(pos: int) -> int:
+        nonlocal counted_to, newlines
+        newlines += code.count("\n", counted_to, pos)
+        counted_to = pos
+        return newlines
+
     for m in _GLOBAL.finditer(code):
         name = m.group(1)
-        line = code.count("\n", 0, m.start(1))
+        decl_line = line_of(m.start())
+        line = line_of(m.start(1))
         col = m.start(1) - (code.rfind("\n", 0, m.start(1)) + 1)
-        decl_line = code.count("\n", 0, m.start())
         # A template<...> or extern "C" on the line(s) just above belongs to the declaration.
-        lines = code.split("\n")
+        if lines is None:
+            lines = code.split("\n")
         while decl_line > 0 and re.match(r"\s*(template\s*<|extern\b)", lines[decl_line - 1]):
             decl_line -= 1
         params = [_parse_param(p) for p in _split_params(source[m.start(2) : m.end(2)])]

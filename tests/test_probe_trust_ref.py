@@ -180,3 +180,23 @@ def test_cli_reports_a_malformed_spec_json(tmp_path):
     )
     assert "Traceback" not in r.stderr + r.stdout, r.stderr[-2000:]
     assert "sizes" in r.stdout + r.stderr
+
+
+def test_finding_kernels_is_linear_in_their_number():
+    # Line numbers were counted from the start of the file for every kernel (and the CUDA
+    # source split once per kernel): 20,000 .entry took 11 s of the event loop per code-lens
+    # request. Now one pass.
+    from ptxls.gputest.api import kernels_in
+
+    ptx = "".join(
+        f"// @gputest sizes: 1\n.visible .entry k{j}(.param .u64 p)\n{{\nret;\n}}\n"
+        for j in range(20000)
+    )
+    cuda = "".join(
+        f"template <int N>\n__global__ void g{j}(float* a, int n)\n{{ }}\n" for j in range(20000)
+    )
+    for text, lang, line in ((ptx, "ptx", 5 * 19999 + 1), (cuda, "cuda", 3 * 19999 + 1)):
+        t = time.monotonic()
+        found = kernels_in(text, lang)
+        assert time.monotonic() - t < 3.0, lang
+        assert len(found) == 20000 and found[-1][1] == line, found[-1]
