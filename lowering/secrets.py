@@ -217,10 +217,47 @@ def _secrets(key: str | None) -> list[str]:
 PIECE = 16  # a run of this many characters of the key (or of an encoding of it) is a leak
 
 
+_pieces_cache: tuple[tuple, re.Pattern | None] = ((), None)
+_matchers_cache: tuple[tuple, tuple[re.Pattern, re.Pattern | None] | None] = ((), None)
+
+
+def _matchers(secrets: list[str]) -> tuple[re.Pattern, re.Pattern | None]:
+    """The key's forms as one alternation (longest first: a form that contains another is
+    removed whole), and any 8-character chunk of it in any case (where the wrapped or
+    re-cased key may be)."""
+    global _matchers_cache
+    stamp = tuple(secrets)
+    if _matchers_cache[0] != stamp or _matchers_cache[1] is None:
+        exact = re.compile("|".join(re.escape(v) for v in secrets))
+        chunks = {c for cs, _ in _cache[2] for c in cs}
+        any_chunk = (
+            re.compile("|".join(re.escape(c) for c in sorted(chunks)), re.IGNORECASE)
+            if chunks
+            else None
+        )
+        _matchers_cache = (stamp, (exact, any_chunk))
+    return _matchers_cache[1]
+
+
+def _piece_finder(secrets: list[str]) -> re.Pattern | None:
+    """One C-level search for any head or tail piece, so the common case (no piece in the
+    text) costs no Python loop over the key's forms."""
+    global _pieces_cache
+    stamp = tuple(secrets)
+    if _pieces_cache[0] != stamp:
+        parts = {p for s in secrets if len(s) >= PIECE + 4 for p in (s[:PIECE], s[-PIECE:])}
+        pattern = re.compile("|".join(re.escape(p) for p in sorted(parts))) if parts else None
+        _pieces_cache = (stamp, pattern)
+    return _pieces_cache[1]
+
+
 def _redact_pieces(text: str, secrets: list[str]) -> str:
     """Pieces of the key: a message cut to a length limit ends inside it, a window of a log
     starts inside it. From each place where the key's first (or last) PIECE characters occur,
     as far as the text goes on agreeing with the key."""
+    finder = _piece_finder(secrets) if len(text) >= PIECE else None
+    if finder is None or finder.search(text) is None:
+        return text
     spans = []
     for secret in secrets:
         if len(secret) < PIECE + 4:
@@ -262,16 +299,16 @@ def scrub(text: str, key: str | None = None) -> str:
         text = str(text)
     if len(text) < MIN_SECRET_LEN:  # too short to hold a key or a labelled secret
         return text
-    for secret in _secrets(key):
-        if secret in text:
-            text = text.replace(secret, REDACTED)
-    text = _redact_pieces(text, _cache[1])
-    if _cache[2]:
-        low = text.lower()
-        for chunks, pattern in _cache[2]:
-            if any(c in low for c in chunks):
+    secrets = _secrets(key)
+    if secrets:
+        exact, any_chunk = _matchers(secrets)
+        # One C-level search each for the common case (no form of the key in the text).
+        if exact.search(text):
+            text = exact.sub(REDACTED, text)
+        text = _redact_pieces(text, secrets)
+        if any_chunk is not None and any_chunk.search(text):
+            for _chunks, pattern in _cache[2]:
                 text = pattern.sub(REDACTED, text)
-                low = text.lower()
     if not _needs_patterns(text.lower()):
         return text
     text, swept = _sweep(text)
