@@ -816,6 +816,20 @@ _REFUSAL = re.compile(
 )
 
 
+def _diff_line(seg: Segment, text: str) -> int:
+    """The 1-based line where a block shows itself to be a diff (a ```diff block, a hunk
+    header, or ---/+++ file lines); 0 when it is not one."""
+    lines = text.split("\n")
+    if seg.tag in ("diff", "patch", "udiff"):
+        return 1
+    for no, line in enumerate(lines, 1):
+        if line.startswith("@@ ") and "@@" in line[3:]:
+            return no
+        if line.startswith("+++ ") and no > 1 and lines[no - 2].startswith("--- "):
+            return no - 1
+    return 0
+
+
 def extract_ptx(
     reply: str | None,
     kernel: str | None = None,
@@ -912,6 +926,10 @@ def extract_ptx(
                 "your reply was cut off at the token limit before any PTX '.entry' was written; "
                 f"raise {TOKEN_LIMIT_SETTING}, or answer with the PTX first and no explanation"
             )
+        elif any(s.fenced and _diff_line(s, s.text) for s in segments):
+            problem = (
+                "your reply is a diff: send the complete PTX module, every line, not changes to it"
+            )
         elif fences:
             tags = ", ".join(sorted({s.tag or "untagged" for s in segments if s.fenced}))
             problem = (
@@ -961,6 +979,19 @@ def extract_ptx(
                     "inside its code block"
                 )
                 break
+    diff_at = _diff_line(seg, text)
+    if diff_at:
+        # a repair sent as a patch: ptxas would only say "Missing .version directive"
+        return Extraction(
+            None,
+            f"your reply is a diff (line {diff_at} of its block): send the complete PTX "
+            "module, every line, not changes to it",
+            fences,
+            truncated,
+            True,
+            tuple(notes),
+            reasoning,
+        )
     ptx, dropped = _strip_gputest(text)
     elided = find_elision(ptx)
     if elided is not None:
