@@ -99,6 +99,8 @@ def hover(ls: PtxlsServer, params: types.HoverParams) -> types.Hover | None:
     """The cached result for the kernel declared on this line; never starts GPU work."""
     state: GpuTestState = ls.gputest_state
     uri, line = params.text_document.uri, params.position.line
+    if not any(key[0] == uri for key in state.results):
+        return None  # nothing tested in this file: no need to scan it for kernels (megabytes)
     for name, kline, col in _kernels(ls, uri):
         if kline != line:
             continue

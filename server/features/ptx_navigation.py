@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from lsprotocol import types
 
 from ptxls.diagnostics import ptx_index, resources
@@ -32,10 +34,18 @@ def _range(span: Span) -> types.Range:
 
 
 class ParseCache:
-    """One parse per (uri, version): hover, definition and outline on the same version share it."""
+    """One parse per (uri, version): hover, definition and outline on the same version share it.
+
+    A small buffer is parsed where it is asked for (a few milliseconds). A large one (a
+    megabyte of PTX takes about half a second to parse) is parsed in a worker thread, so the
+    event loop keeps answering while it runs; until that parse is done, requests on the
+    buffer get nothing rather than a freeze, and the next request after it finds the result."""
+
+    BACKGROUND_ABOVE_CHARS = 256_000
 
     def __init__(self) -> None:
         self._entries: dict[str, tuple[int | None, PtxModule, list[str]]] = {}
+        self._pending: dict[str, tuple[int | None, asyncio.Future]] = {}
 
     def get(self, server: PtxlsServer, uri: str) -> tuple[PtxModule, list[str]] | None:
         doc = server.open_document(uri)
@@ -44,13 +54,47 @@ class ParseCache:
         cached = self._entries.get(uri)
         if cached and cached[0] == doc.version:
             return cached[1], cached[2]
-        module, _ = parse_ptx(doc.source)
-        lines = split_lines(doc.source)
+        source = doc.source
+        if len(source) > self.BACKGROUND_ABOVE_CHARS and self._start_background(
+            uri, doc.version, source
+        ):
+            return None
+        module, lines = _parse(source)
         self._entries[uri] = (doc.version, module, lines)
         return module, lines
 
+    def _start_background(self, uri: str, version: int | None, source: str) -> bool:
+        """Start (once per version) a parse in a thread; False where no loop runs here."""
+        pending = self._pending.get(uri)
+        if pending and pending[0] == version and not pending[1].done():
+            return True
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        task = loop.run_in_executor(None, _parse, source)
+
+        def done(fut: asyncio.Future) -> None:
+            if self._pending.get(uri, (None, None))[1] is fut:
+                del self._pending[uri]
+            if fut.cancelled() or fut.exception() is not None:
+                return
+            cached = self._entries.get(uri)
+            if cached is None or cached[0] is None or version is None or cached[0] < version:
+                self._entries[uri] = (version, *fut.result())
+
+        task.add_done_callback(done)
+        self._pending[uri] = (version, task)
+        return True
+
     def drop(self, uri: str) -> None:
         self._entries.pop(uri, None)
+        self._pending.pop(uri, None)
+
+
+def _parse(source: str) -> tuple[PtxModule, list[str]]:
+    module, _ = parse_ptx(source)
+    return module, split_lines(source)
 
 
 def register(server: PtxlsServer) -> None:
