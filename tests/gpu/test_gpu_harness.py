@@ -14,26 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from ptxls.gputest.api import format_table, gpu_available, run_gpu_test
+from ptxls.gputest.api import format_table, run_gpu_test
 from ptxls.gputest.supervisor import Supervisor
+
+from .device import HAVE_GPU, WHY
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 BAD = EXAMPLES / "gpu" / "bad"
 
 
-def _probe() -> tuple[bool, str]:
-    async def ask():
-        sup = Supervisor()
-        try:
-            return await gpu_available(sup)
-        finally:
-            await sup.close()
-
-    return asyncio.run(ask())
-
-
-HAVE_GPU, WHY = _probe()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not HAVE_GPU, reason=WHY)]
 
 

@@ -14,25 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from ptxls.gputest.api import format_table, gpu_available, run_gpu_test
+from ptxls.gputest.api import format_table, run_gpu_test
 from ptxls.gputest.supervisor import Supervisor
+
+from .device import HAVE_GPU, WHY
 
 CHEATERS = Path(__file__).resolve().parents[1] / "data" / "cheaters"
 N = 1 << 25  # 128 MiB per buffer: the kernel's time, not the launch's
 
 
-def _probe() -> tuple[bool, str]:
-    async def ask():
-        sup = Supervisor()
-        try:
-            return await gpu_available(sup)
-        finally:
-            await sup.close()
-
-    return asyncio.run(ask())
-
-
-HAVE_GPU, WHY = _probe()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not HAVE_GPU, reason=WHY)]
 
 

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from ptxls.gputest.api import format_table, gpu_available, run_gpu_test_file
+from ptxls.gputest.api import format_table, run_gpu_test_file
 from ptxls.gputest.supervisor import Supervisor
+
+from .device import HAVE_GPU, WHY
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = sorted(
@@ -24,18 +26,6 @@ KERNELS = sorted(
 )
 
 
-def _probe() -> tuple[bool, str]:
-    async def ask():
-        sup = Supervisor()
-        try:
-            return await gpu_available(sup)
-        finally:
-            await sup.close()
-
-    return asyncio.run(ask())
-
-
-HAVE_GPU, WHY = _probe()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not HAVE_GPU, reason=WHY)]
 
 
