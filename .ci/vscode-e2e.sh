@@ -127,7 +127,7 @@ ls -l "$PTXLS_VSIX"
 
 # --- the server's Python ---------------------------------------------------------------
 [[ -x "$PTXLS_PYTHON" ]] || die "PTXLS_PYTHON=$PTXLS_PYTHON is not an executable (create the venv: python3 -m venv .venv && .venv/bin/pip install -e '.[dev]')"
-"$PTXLS_PYTHON" -c "import ptxls.server.cli" || die "$PTXLS_PYTHON cannot import ptxls.server.cli"
+"$PTXLS_PYTHON" -c "import ptxls.server.app" || die "$PTXLS_PYTHON cannot import ptxls.server.app"
 
 say "run the end-to-end test (output: $PTXLS_E2E_OUT)"
 export CHROMIUM="${CHROMIUM:-$(command -v chromium)}"

@@ -16,7 +16,7 @@ library4() {
   source scripts/device-env.sh
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH="$PYTHONPATH:/tmp/site"
-  python3 -m ptxls.server bench vec_add reduce_sum bias_gelu_f16 histogram256 --json --out "$OUT/bench.json" \
+  python3 -m ptxls.cli bench vec_add reduce_sum bias_gelu_f16 histogram256 --json --out "$OUT/bench.json" \
     > "$OUT/bench-stdout.json" 2> "$OUT/bench-progress.txt"
   echo "bench exit $?"; tail -5 "$OUT/bench-progress.txt"
   python3 bench/library_publish.py "$OUT/bench.json" --name scratch 2>&1

@@ -61,7 +61,7 @@ def lower(script: list[Step], *args: str) -> tuple[subprocess.CompletedProcess, 
         )
         env.pop("OPENAI_API_KEY", None)
         p = subprocess.run(
-            [sys.executable, "-m", "ptxls.server.cli", "lower", "vec_add.cu", "--candidates",
+            [sys.executable, "-m", "ptxls.cli.main", "lower", "vec_add.cu", "--candidates",
              "1", *args],
             capture_output=True, text=True, env=env, cwd=work, timeout=200,
         )  # fmt: skip
@@ -106,7 +106,7 @@ def main() -> int:
         (out / "loop-checks.json").write_text(json.dumps(results, indent=2))
         print("stopping: no GPU, the remaining checks need the GPU test")
         return 2
-    from ptxls.diagnostics.gpu_probe import probe_gpu
+    from ptxls.toolchain.gpu_probe import probe_gpu
 
     info = probe_gpu()
     if info.max_ptx_isa:

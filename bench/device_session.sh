@@ -15,10 +15,10 @@ fi
   python3 -c 'import sys, numpy, openai; print("python", sys.version.split()[0], "numpy", numpy.__version__, "openai", openai.__version__)'
   ptxas --version | tail -1
 } 2>&1 | tee "$OUT/machine.txt"
-echo "== doctor"; python3 -m ptxls.server doctor 2>&1 | tee "$OUT/doctor.txt"
+echo "== doctor"; python3 -m ptxls.cli doctor 2>&1 | tee "$OUT/doctor.txt"
 echo "== lowering on the GPU"
 python3 bench/lowering_gpu.py --out "$OUT/lowering-gpu-h200.json" 2>&1 | tee "$OUT/lowering-gpu-h200.txt"
 echo "== GPU-marked tests"
 python3 -m pytest tests/gpu tests/test_lowering_gpu.py -m gpu -v -p no:cacheprovider 2>&1 | tee "$OUT/gpu-pytest.txt" | tail -25
 echo "== ptxls demo"
-python3 -m ptxls.server demo 2>&1 | tee "$OUT/demo.txt" | tail -25
+python3 -m ptxls.cli demo 2>&1 | tee "$OUT/demo.txt" | tail -25

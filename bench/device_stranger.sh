@@ -19,7 +19,7 @@ check() {  # check NAME CONDITION-COMMAND...
   local name=$1; shift
   if "$@" >>"$LOG" 2>&1; then say "PASS  $name"; else say "FAIL  $name"; failed=1; fi
 }
-ptxls() { python3 -m ptxls.server "$@"; }
+ptxls() { python3 -m ptxls.cli "$@"; }
 
 {
   echo "date: $(date -u +%FT%TZ)"
@@ -65,8 +65,8 @@ python3 - "$OUT" <<'PY' 2>&1 | tee -a "$LOG"
 import asyncio, json, sys
 from pathlib import Path
 out = Path(sys.argv[1])
-from ptxls.diagnostics.arch import local_gpu_arch
-from ptxls.diagnostics.gpu_probe import probe_gpu
+from ptxls.toolchain.arch import local_gpu_arch
+from ptxls.toolchain.gpu_probe import probe_gpu
 from ptxls.server.app import create_server
 from ptxls.server.features.status import file_status_payload, status_payload
 from ptxls.diagnostics.ptx_parse import scan_header

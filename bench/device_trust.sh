@@ -34,7 +34,7 @@ make_ptx() {  # make_ptx FILE REF-LINE [sed-expression]
   awk -v ann="$ANN" -v ref="$2" '/^\.visible \.entry vec_add\(/ {print ann; print "// @gputest " ref} {print}' \
     examples/vec_add.ptx | sed -e "${3:-s/^//}" > "$1"
 }
-ptxls_test() { timeout 300 python3 -m ptxls.server test "$@" >>"$LOG.raw" 2>&1; echo $?; }
+ptxls_test() { timeout 300 python3 -m ptxls.cli test "$@" >>"$LOG.raw" 2>&1; echo $?; }
 
 # 1. the planted escape
 make_ptx "$T/planted.ptx" "ref: c = [x for x in ().__class__.__bases__[0].__subclasses__() if x.__name__ == 'Popen'][0](['touch', '$T/PWNED'])"

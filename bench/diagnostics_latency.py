@@ -28,9 +28,9 @@ from pathlib import Path
 from lsprotocol import types
 from pytest_lsp.client import make_test_lsp_client
 
-from ptxls.diagnostics.arch import choose_arch
 from ptxls.diagnostics.ptx_parse import parse_ptx
-from ptxls.diagnostics.toolchain import cuda_include_dirs, find_nvcc, find_ptxas
+from ptxls.toolchain.arch import choose_arch
+from ptxls.toolchain.discovery import cuda_include_dirs, find_nvcc, find_ptxas
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"

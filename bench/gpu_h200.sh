@@ -28,7 +28,7 @@ python3 bench/gputest_latency.py --out "$OUT/gputest-latency-h200.json" 2>&1 | t
 # The CLI as a person runs it, on the files named on the command line (exit code printed).
 for f in "$@"; do
   echo "\$ ptxls test $f"
-  python3 -m ptxls.server.cli test "$f" --timeout 3 2>/dev/null
+  python3 -m ptxls.cli.main test "$f" --timeout 3 2>/dev/null
   echo "exit $?"
 done 2>&1 | tee "$OUT/gputest-h200-cli.txt"
 # The GPU step of `ptxls demo`.

@@ -15,7 +15,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 } > "$OUT/machine.txt" 2>&1
 timeout 90 python3 -m pytest tests/gpu/test_library_gpu.py tests/gpu/test_library_cheaters.py -m gpu -v \
   -p no:cacheprovider 2>&1 | tee "$OUT/gpu-pytest.txt" | grep -E "PASS|FAIL|ERROR|passed|failed" | tail -30
-timeout 220 python3 -m ptxls.server bench --json --out "$OUT/bench.json" > "$OUT/bench-stdout.json" 2> "$OUT/bench-progress.txt"
+timeout 220 python3 -m ptxls.cli bench --json --out "$OUT/bench.json" > "$OUT/bench-stdout.json" 2> "$OUT/bench-progress.txt"
 echo "bench exit $?"; tail -3 "$OUT/bench-progress.txt"
 python3 bench/library_publish.py "$OUT/bench.json" --name scratch > "$OUT/bench.md" 2>&1; cat "$OUT/bench.md"
 if [ -n "$NCU" ]; then

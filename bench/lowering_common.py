@@ -93,7 +93,7 @@ def machine() -> dict:
     import os
     import platform
 
-    from ptxls.diagnostics.toolchain import find_ptxas
+    from ptxls.toolchain.discovery import find_ptxas
 
     try:
         ptxas = find_ptxas().describe()

@@ -17,9 +17,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ptxls.toolchain.discovery import ToolNotFound, find_nvcc
+from ptxls.toolchain.nvcc import include_dirs_for, nvcc_to_ptx
+
 from .model import CheckResult, Problem, Severity
-from .nvcc_run import include_dirs_for, nvcc_to_ptx
-from .toolchain import ToolNotFound, find_nvcc
 
 _EDG = re.compile(
     r"^(?P<file>.+?)\((?P<line>\d+)\):\s*(?P<sev>catastrophic error|fatal error|error|warning|remark)"
@@ -169,7 +170,7 @@ async def _check_with_nvrtc(
 ) -> CheckResult:
     import asyncio
 
-    from . import nvrtc
+    from ptxls.toolchain import nvrtc
 
     result = CheckResult(
         tool="NVRTC", arch=arch, notes=[f"nvcc not found, using NVRTC ({why_no_nvcc})"]

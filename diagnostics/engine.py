@@ -11,15 +11,16 @@ import re
 from collections.abc import Awaitable
 from dataclasses import dataclass
 
-from .arch import choose_arch
+from ptxls.toolchain.arch import choose_arch
+from ptxls.toolchain.discovery import Tool, ToolNotFound, find_ptxas
+from ptxls.toolchain.ptxas import run_ptxas
+
 from .isa_lints import lint_availability
 from .lints import lint_ptx
 from .model import CheckResult, Problem, Severity
 from .ptx_parse import PtxModule, parse_ptx, scan_header
 from .ptxas_output import parse_ptxas_output, place_messages
-from .ptxas_run import run_ptxas
 from .resources import block_size_hints_of, parse_ptxas_verbose
-from .toolchain import Tool, ToolNotFound, find_ptxas
 
 MAX_PROBLEMS = 500
 

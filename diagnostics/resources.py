@@ -25,9 +25,10 @@ import asyncio
 import re
 from dataclasses import dataclass, field
 
+from ptxls.toolchain.discovery import find_ptxas
+from ptxls.toolchain.ptxas import run_ptxas
+
 from .ptx_parse import parse_ptx, scan_header
-from .ptxas_run import run_ptxas
-from .toolchain import find_ptxas
 
 DEFAULT_BLOCK_SIZE = 256
 WARP = 32

@@ -1,7 +1,7 @@
 """``ptxls bench``'s engine: each kernel at its benchmark sizes through the GPU test harness
 (so every timed launch is verified and starts from the verified state), against the nvcc -O3
 build of its CUDA reference and, where torch is importable on the GPU machine, PyTorch on the
-same inputs. Plain Python returning dataclasses; the CLI (``server/cli_bench.py``) prints them.
+same inputs. Plain Python returning dataclasses; the CLI (``cli/bench.py``) prints them.
 
 Ratios are "times faster": ``nvcc time / our time`` and ``torch time / our time`` (> 1: ours
 is faster). Memory-bound kernels report GB/s (the fewest bytes they must move, from the

@@ -17,8 +17,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ptxls.diagnostics.process import run_killable
-from ptxls.diagnostics.toolchain import ToolNotFound, cuda_include_dirs, find_nvcc, find_ptxas
+from ptxls.toolchain.discovery import ToolNotFound, cuda_include_dirs, find_nvcc, find_ptxas
+from ptxls.toolchain.process import run_killable
 
 from .ptx_source import ptx_version
 

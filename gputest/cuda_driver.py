@@ -63,7 +63,7 @@ def driver_version() -> int:
 
 def max_ptx_isa_for_driver(version: int) -> tuple[int, int]:
     """Highest PTX ISA the driver's JIT accepts (13.0 → 9.0); one table, kept in diagnostics/."""
-    from ptxls.diagnostics.gpu_probe import max_isa_for_driver
+    from ptxls.toolchain.gpu_probe import max_isa_for_driver
 
     return max_isa_for_driver(version) or (0, 0)
 

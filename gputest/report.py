@@ -4,6 +4,7 @@ wrong, launch configuration)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 
 from .spec import SpecProblem
@@ -211,3 +212,12 @@ def failure_feedback(report: TestReport) -> str:
     if report.jit_log and report.status in (BUILD_ERROR, ERROR):
         lines.append("JIT log:\n" + report.jit_log)
     return "\n".join(lines)
+
+
+_LONG_TOKEN = re.compile(r"[\w$.%]{200,}")
+
+
+def short_tokens(text: str) -> str:
+    """Text for the person with every absurdly long word cut (a kernel name echoed by a test
+    report, ptxas or a spec message can be megabytes)."""
+    return _LONG_TOKEN.sub(lambda m: m.group(0)[:60] + f"…({len(m.group(0))} chars)", str(text))

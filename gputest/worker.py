@@ -163,7 +163,7 @@ def module_globals(ptx: str) -> list[str]:
 
 def no_device_reason(e: BaseException) -> str:
     # One wording of "no GPU" everywhere: the same function the GPU probe uses.
-    from ptxls.diagnostics.gpu_probe import no_gpu_reason
+    from ptxls.toolchain.gpu_probe import no_gpu_reason
 
     kind = "ImportError" if isinstance(e, ImportError) else type(e).__name__
     return no_gpu_reason(f"{kind}: {e}")

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ptxls.diagnostics.nvcc_run import nvcc_to_ptx
-from ptxls.diagnostics.toolchain import ToolNotFound, find_nvcc, find_ptxas
+from ptxls.toolchain.discovery import ToolNotFound, find_nvcc, find_ptxas
+from ptxls.toolchain.nvcc import nvcc_to_ptx
 
 from .ptx_check import PtxasUnavailable, compile_check
 
@@ -29,7 +29,7 @@ async def _driver_cap() -> tuple[tuple[int, int], str]:
     import asyncio
 
     try:
-        from ptxls.diagnostics.gpu_probe import probe_gpu
+        from ptxls.toolchain.gpu_probe import probe_gpu
 
         info = await asyncio.to_thread(probe_gpu)
     except Exception:  # noqa: BLE001 - no probe: the documented fallback

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ptxls.diagnostics.ptxas_run import run_ptxas
-from ptxls.diagnostics.toolchain import ToolNotFound, find_ptxas
+from ptxls.toolchain.discovery import ToolNotFound, find_ptxas
+from ptxls.toolchain.ptxas import run_ptxas
 
 
 @dataclass

@@ -161,7 +161,7 @@ _HELP_TARGETS: dict[str, list[str]] = {}
 def accepted_targets(ptxas_path: str | None = None) -> list[str]:
     """The sm_XX values this ptxas takes for -arch, from its own ``--help`` (cached)."""
     try:
-        from ptxls.diagnostics.toolchain import find_ptxas
+        from ptxls.toolchain.discovery import find_ptxas
 
         tool = find_ptxas(ptxas_path)
     except Exception:  # noqa: BLE001 - no ptxas: no list

@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ptxls.diagnostics.nvcc_run import nvcc_to_ptx
-from ptxls.diagnostics.toolchain import ToolNotFound, find_nvcc
+from ptxls.toolchain.discovery import ToolNotFound, find_nvcc
+from ptxls.toolchain.nvcc import nvcc_to_ptx
 
 from .nvcc_reference import select_entry
 

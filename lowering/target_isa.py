@@ -42,7 +42,7 @@ def _fmt(v: tuple[int, int]) -> str:
 async def _driver_limit() -> tuple[tuple[int, int] | None, str]:
     """(max ISA of the local driver's JIT, the GPU's sm_XX), or (None, "") without a GPU."""
     try:
-        from ptxls.diagnostics.gpu_probe import probe_gpu
+        from ptxls.toolchain.gpu_probe import probe_gpu
 
         info = await asyncio.to_thread(probe_gpu)
     except Exception:  # noqa: BLE001 - no probe: no driver limit to honour
@@ -53,8 +53,8 @@ async def _driver_limit() -> tuple[tuple[int, int] | None, str]:
 
 
 async def _assembles(isa: str, arch: str, ptxas_path: str | None) -> tuple[bool, str]:
-    from ptxls.diagnostics.ptxas_run import run_ptxas
-    from ptxls.diagnostics.toolchain import find_ptxas
+    from ptxls.toolchain.discovery import find_ptxas
+    from ptxls.toolchain.ptxas import run_ptxas
 
     major, minor = (int(x) for x in isa.split("."))
     try:
@@ -71,7 +71,7 @@ async def choose_target(
 ) -> TargetChoice:
     """The ``.version`` to ask for with ``.target arch``, measured (see the module docstring).
     Cached per (arch, ptxas, driver) for the life of the process."""
-    from ptxls.diagnostics.toolchain import all_tools
+    from ptxls.toolchain.discovery import all_tools
 
     driver_max, gpu_arch = await _driver_limit() if use_driver else (None, "")
     key = (arch, ptxas_path, driver_max, gpu_arch)

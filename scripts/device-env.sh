@@ -4,7 +4,8 @@
 _root=$(pwd)
 _site=/tmp/ptxls-site
 rm -rf "$_site" && mkdir -p "$_site/ptxls"
-for room in server diagnostics lowering gputest fewshot; do
+# every room pyproject.toml maps (ptxls.<room> = <folder>), so a new room needs no edit here
+for room in $(python3 -c 'import tomllib; d = tomllib.load(open("pyproject.toml", "rb"))["tool"]["setuptools"]["package-dir"]; print(*[k.split(".")[1] for k in d if k.count(".") == 1])'); do
   ln -s "$_root/$room" "$_site/ptxls/$room"
 done
 export PYTHONPATH="$_site${PYTHONPATH:+:$PYTHONPATH}"

@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
-import re
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -31,7 +31,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from ptxls.diagnostics.toolchain import set_probe_timeout
+from ptxls.toolchain.discovery import set_probe_timeout
 
 from .settings import Settings, settings_from_dict
 from .store import DiagnosticStore
@@ -214,15 +214,6 @@ def short_name(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-_LONG_TOKEN = re.compile(r"[\w$.%]{200,}")
-
-
-def short_tokens(text: str) -> str:
-    """Text for the person with every absurdly long word cut (a kernel name echoed by a test
-    report, ptxas or a spec message can be megabytes)."""
-    return _LONG_TOKEN.sub(lambda m: m.group(0)[:60] + f"…({len(m.group(0))} chars)", str(text))
-
-
 async def call_provider(provider: Callable[..., Any], *args: Any) -> Any:
     value = provider(*args)
     if inspect.isawaitable(value):
@@ -236,3 +227,18 @@ def create_server() -> PtxlsServer:
 
     register_all(server)
     return server
+
+
+def run_server(verbose: bool = False) -> int:
+    """Serve over stdio until exit; returns the process exit code (1 after 'exit' without
+    'shutdown', as the LSP lifecycle says)."""
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        stream=sys.stderr,  # stdout carries the protocol
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if not verbose:
+        logging.getLogger("pygls").setLevel(logging.WARNING)  # it logs every message at INFO
+    server = create_server()
+    server.start_io()
+    return server.exit_code

@@ -15,7 +15,7 @@ EXAMPLES = Path(__file__).parent.parent / "examples"
 
 def ptxls(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "ptxls.server", *args],
+        [sys.executable, "-m", "ptxls.cli", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -217,7 +217,7 @@ def test_demo_leaves_the_repository_as_it_was():
 
     before = status()
     r = subprocess.run(
-        [sys.executable, "-m", "ptxls.server", "demo"],
+        [sys.executable, "-m", "ptxls.cli", "demo"],
         cwd=root,
         capture_output=True,
         text=True,

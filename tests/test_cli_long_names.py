@@ -15,7 +15,7 @@ def test_ptxls_test_cuts_a_5mb_kernel_name_in_its_text_output(tmp_path):
     ptx = tmp_path / "long.ptx"
     ptx.write_text((ROOT / "examples" / "vec_add.ptx").read_text().replace("vec_add", name))
     run = subprocess.run(
-        [sys.executable, "-m", "ptxls.server", "test", str(ptx)],
+        [sys.executable, "-m", "ptxls.cli", "test", str(ptx)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert run.returncode in (1, 3), run.stderr[-500:]  # no spec (or no GPU): not a pass

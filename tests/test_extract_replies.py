@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from ptxls.diagnostics.toolchain import ToolNotFound, find_ptxas
 from ptxls.lowering.extract import LIMITS, Extraction, extract_ptx, find_elision
 from ptxls.lowering.llm_client import LlmClient, forget_adaptations
 from ptxls.lowering.settings import LlmSettings
+from ptxls.toolchain.discovery import ToolNotFound, find_ptxas
 
 from reply_corpus import CASES, REFERENCE, load
 from scripted_llm import ScriptedLLM, Step

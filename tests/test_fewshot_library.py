@@ -10,7 +10,6 @@ import asyncio
 import pytest
 
 from ptxls.diagnostics.ptx_parse import parse_ptx
-from ptxls.diagnostics.toolchain import all_tools
 from ptxls.fewshot.library import KERNELS_DIR, load_examples
 from ptxls.fewshot.retrieve import pick_examples
 from ptxls.gputest import exprs
@@ -21,6 +20,7 @@ from ptxls.gputest.library_spec import library_resolution
 from ptxls.gputest.spec_check import check_spec
 from ptxls.lowering.ptx_check import compile_check
 from ptxls.lowering.sources import cuda_kernels
+from ptxls.toolchain.discovery import all_tools
 
 EXAMPLES = load_examples()
 NAMES = [e.name for e in EXAMPLES]

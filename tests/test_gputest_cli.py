@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def ptxls(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
     return subprocess.run(
-        [sys.executable, "-m", "ptxls.server.cli", *args],
+        [sys.executable, "-m", "ptxls.cli.main", *args],
         capture_output=True, text=True, timeout=120, cwd=cwd, env=env,
     )  # fmt: skip
 

@@ -164,7 +164,7 @@ def test_spec_check_refuses_absurd_buffers():
 
 def _ptxls(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "ptxls.server", *args],
+        [sys.executable, "-m", "ptxls.cli", *args],
         cwd=cwd,
         capture_output=True,
         text=True,

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from raw_lsp import ROOT
 
-from ptxls.diagnostics.nvcc_run import nvcc_to_ptx
-from ptxls.diagnostics.toolchain import Tool, ToolNotFound, find_ptxas
 from ptxls.gputest import build
+from ptxls.toolchain.discovery import Tool, ToolNotFound, find_ptxas
+from ptxls.toolchain.nvcc import nvcc_to_ptx
 
 
 def fake_tool(tmp_path: Path, name: str, work: str) -> Path:

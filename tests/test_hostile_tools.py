@@ -189,7 +189,7 @@ def test_process_runner_caps_output_and_kills_the_group(tmp_path):
     children too."""
     import asyncio
 
-    from ptxls.diagnostics import process
+    from ptxls.toolchain import process
 
     res = asyncio.run(process.run_killable(
         ["bash", "-c", "head -c 50000000 /dev/zero >&2; echo done"], timeout=30))  # fmt: skip

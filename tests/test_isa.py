@@ -13,7 +13,7 @@ import pytest
 
 from ptxls.diagnostics import isa
 from ptxls.diagnostics.isa_lints import lint_availability
-from ptxls.diagnostics.toolchain import all_tools
+from ptxls.toolchain.discovery import all_tools
 
 from toolchain_helpers import nvcc_id, nvcc_ptx, nvccs
 

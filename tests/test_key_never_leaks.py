@@ -117,7 +117,7 @@ def test_doctor_shows_no_credentials_of_the_base_url():
     )
     for args in (["doctor"], ["doctor", "--json"]):
         p = subprocess.run(
-            [sys.executable, "-m", "ptxls.server.cli", *args],
+            [sys.executable, "-m", "ptxls.cli.main", *args],
             capture_output=True,
             text=True,
             env=env,
@@ -144,7 +144,7 @@ def test_cli_lower_never_prints_or_writes_an_echoed_key(tmp_path, status):
             PTXLS_LLM_RETRIES="1",
         )
         p = subprocess.run(
-            [sys.executable, "-m", "ptxls.server.cli", "lower", "vec_add.cu", "--backend", "llm"],
+            [sys.executable, "-m", "ptxls.cli.main", "lower", "vec_add.cu", "--backend", "llm"],
             capture_output=True,
             text=True,
             env=env,

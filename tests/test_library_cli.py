@@ -18,7 +18,7 @@ LIB = ROOT / "fewshot" / "kernels"
 def ptxls(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
     return subprocess.run(
-        [sys.executable, "-m", "ptxls.server.cli", *args],
+        [sys.executable, "-m", "ptxls.cli.main", *args],
         capture_output=True, text=True, timeout=120, cwd=cwd, env=env,
     )  # fmt: skip
 

@@ -48,7 +48,7 @@ def lower(tmp_path, script, *args, python=sys.executable, env_extra=None):
         env.update(_site_for(python, tmp_path))
         env.update(env_extra or {})
         p = subprocess.run(
-            [python, "-m", "ptxls.server.cli", "lower", *args],
+            [python, "-m", "ptxls.cli.main", "lower", *args],
             capture_output=True,
             text=True,
             env=env,
@@ -71,7 +71,7 @@ def _assert_clean_exit(p):
 
 @pytest.mark.parametrize("python", PYTHONS)
 def test_not_gpu_tested_exits_4_and_says_so_cleanly(work, python):
-    from ptxls.diagnostics.gpu_probe import probe_gpu
+    from ptxls.toolchain.gpu_probe import probe_gpu
 
     if probe_gpu().available:
         pytest.skip("a GPU is present: the candidate is GPU-tested here (see the device script)")

@@ -66,7 +66,7 @@ def test_passing_and_untestable_reports():
 
 
 def _has_gpu() -> tuple[bool, str]:
-    from ptxls.diagnostics.gpu_probe import probe_gpu
+    from ptxls.toolchain.gpu_probe import probe_gpu
 
     gpu = probe_gpu()  # the reason worded as everywhere else
     return gpu.available, gpu.reason or gpu.name

@@ -173,7 +173,7 @@ async def test_plan_opens_as_a_document_then_lowers_with_the_edited_plan(
 
 
 async def test_untested_result_never_says_passed(client: LanguageClient, tmp_path):
-    from ptxls.diagnostics.gpu_probe import probe_gpu
+    from ptxls.toolchain.gpu_probe import probe_gpu
 
     if probe_gpu().available:
         pytest.skip("a GPU is present: the result is GPU-tested here")

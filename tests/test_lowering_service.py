@@ -8,13 +8,13 @@ import shutil
 
 import pytest
 
+from ptxls.cli.main import main as ptxls_main
 from ptxls.diagnostics.ptx_parse import parse_ptx
 from ptxls.lowering.extract import extract_ptx
 from ptxls.lowering.provenance import plan_output, strip_header, untouched_since_generated
 from ptxls.lowering.service import LowerJob, lower
 from ptxls.lowering.settings import from_config, from_env
 from ptxls.lowering.transcript import read
-from ptxls.server.cli import main as ptxls_main
 
 from scripted_llm import BROKEN_VEC_ADD, GOOD_VEC_ADD, ScriptedLLM, Step, fenced
 

@@ -3,8 +3,8 @@ from `ptxls test` must read as aligned columns with no Markdown marks."""
 
 from __future__ import annotations
 
+from ptxls.cli.output_format import markdown_to_text
 from ptxls.gputest.report import CaseResult, TestReport, format_table
-from ptxls.server.output_format import markdown_to_text
 
 LAUNCH = {"grid": [1, 1, 1], "block": [256, 1, 1], "shared": 0}
 

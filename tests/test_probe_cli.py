@@ -39,7 +39,7 @@ def lower(work, steps, *args, source="vec_add.cu", key=False):
             [
                 sys.executable,
                 "-m",
-                "ptxls.server.cli",
+                "ptxls.cli.main",
                 "lower",
                 source,
                 "--backend",

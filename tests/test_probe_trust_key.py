@@ -95,7 +95,7 @@ def _env(llm: ScriptedLLM, key: str, base_url: str | None = None) -> dict:
     )
 
 
-LOWER = [sys.executable, "-m", "ptxls.server.cli", "lower", "vec_add.cu", "--backend", "llm"]
+LOWER = [sys.executable, "-m", "ptxls.cli.main", "lower", "vec_add.cu", "--backend", "llm"]
 
 
 @pytest.mark.parametrize("key", KEYS[:2], ids=["sk-proj", "base64ish"])

@@ -172,7 +172,7 @@ def test_cli_reports_a_malformed_spec_json(tmp_path):
     )
     (tmp_path / "spec.json").write_text(BASE + ',"sizes": ["x"]}')
     r = subprocess.run(
-        [sys.executable, "-m", "ptxls.server", "test", "k.ptx"],
+        [sys.executable, "-m", "ptxls.cli", "test", "k.ptx"],
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from raw_lsp import ROOT, RawServer
 
-from ptxls.diagnostics.nvcc_run import nvcc_to_ptx
-from ptxls.diagnostics.process import scratch_name
-from ptxls.diagnostics.toolchain import Tool
 from ptxls.server.settings import settings_from_dict
+from ptxls.toolchain.discovery import Tool
+from ptxls.toolchain.nvcc import nvcc_to_ptx
+from ptxls.toolchain.process import scratch_name
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux")
 

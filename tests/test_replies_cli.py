@@ -33,7 +33,7 @@ def lower(work, steps: list[Step], *args: str):
             [
                 sys.executable,
                 "-m",
-                "ptxls.server.cli",
+                "ptxls.cli.main",
                 "lower",
                 "vec_add.cu",
                 "--backend",

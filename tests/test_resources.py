@@ -19,7 +19,7 @@ from ptxls.diagnostics.resources import (
     parse_ptxas_verbose,
     usage_report,
 )
-from ptxls.diagnostics.toolchain import ToolNotFound, all_tools, cuda_include_dirs, find_ptxas
+from ptxls.toolchain.discovery import ToolNotFound, all_tools, cuda_include_dirs, find_ptxas
 
 SMEM_CU = r"""
 __global__ void smem_kernel(float* out, const float* in, int n) {

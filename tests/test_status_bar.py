@@ -10,7 +10,7 @@ import pytest
 import pytest_lsp
 from pytest_lsp import LanguageClient
 
-from ptxls.diagnostics.toolchain import ToolNotFound, find_ptxas
+from ptxls.toolchain.discovery import ToolNotFound, find_ptxas
 
 from lsp_helpers import BROKEN, init_params, open_doc, replace_all, server_config
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ptxls.diagnostics.toolchain import all_tools, cuda_include_dirs
+from ptxls.toolchain.discovery import all_tools, cuda_include_dirs
 
 
 def nvccs() -> list:

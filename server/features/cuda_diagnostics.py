@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import asyncio
 
-from ptxls.diagnostics.arch import choose_arch
 from ptxls.diagnostics.cuda_check import check_cuda
 from ptxls.diagnostics.engine import split_lines
 from ptxls.diagnostics.text_guard import binary_problem
+from ptxls.toolchain.arch import choose_arch
 
 from ..app import PtxlsServer
 from ..convert import to_diagnostic

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from lsprotocol import types
 
 from ptxls.gputest import api
-from ptxls.gputest.report import NO_GPU, TestReport
+from ptxls.gputest.report import NO_GPU, TestReport, short_tokens
 
-from ..app import PtxlsServer, short_name, short_tokens
+from ..app import PtxlsServer, short_name
 from ..progress import CommandProgress
 from ..uris import to_path
 

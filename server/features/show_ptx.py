@@ -14,9 +14,9 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from ptxls.diagnostics.arch import choose_arch
 from ptxls.lowering import safe_write
 from ptxls.lowering.show_ptx import show_ptx
+from ptxls.toolchain.arch import choose_arch
 
 from ..app import PtxlsServer
 from ..uris import to_path

@@ -115,7 +115,7 @@ async function runScenario(page, workspace, oracle) {
     await shot(page, "setup-progress");
     await page.locator(".statusbar-item", { hasText: "ptxas" }).first().waitFor({ timeout: SETUP });
     if (!existsSync(managedPython)) throw new Error(`the server runs, but ${managedPython} does not exist`);
-    const imported = spawnSync(managedPython, ["-c", "import ptxls.server.cli, pygls, numpy"], { encoding: "utf8" });
+    const imported = spawnSync(managedPython, ["-c", "import ptxls.cli.main, pygls, numpy"], { encoding: "utf8" });
     if (imported.status !== 0) throw new Error(`${managedPython} cannot import ptxls: ${imported.stderr}`);
     serverPython = managedPython;
     await page.locator(".monaco-editor .squiggly-error").first().waitFor({ timeout: SLOW });
@@ -269,7 +269,7 @@ async function runScenario(page, workspace, oracle) {
     if (!existsSync(created)) return skip("vec_add.ptx was not created");
     // The same engine the editor uses, from the command line: a clean exit means the file
     // the code action wrote shows no problems in the editor either.
-    const check = spawnSync(PYTHON, ["-m", "ptxls.server", "check", created], { cwd: workspace, env: testEnv(), encoding: "utf8" });
+    const check = spawnSync(PYTHON, ["-m", "ptxls.cli", "check", created], { cwd: workspace, env: testEnv(), encoding: "utf8" });
     if (check.status !== 0) throw new Error(`ptxls check exited ${check.status}:\n${check.stdout}${check.stderr}`);
     return "ptxls check: clean";
   });
@@ -339,7 +339,7 @@ async function runScenario(page, workspace, oracle) {
     await shot(page, "wrong-interpreter");
     let withoutPtxls = "";
     // The commoner mistake: a real Python without ptxls installed.
-    if (SYSTEM_PYTHON && spawnSync(SYSTEM_PYTHON, ["-c", "import ptxls.server.cli"]).status !== 0) {
+    if (SYSTEM_PYTHON && spawnSync(SYSTEM_PYTHON, ["-c", "import ptxls.cli.main"]).status !== 0) {
       await runCommand(page, "Notifications: Clear All Notifications");
       writeWorkspaceSettings(workspace, SYSTEM_PYTHON);
       const notInstalled = page.locator(".notifications-toasts .notification-toast.notification-fade-in-done", { hasText: "is not installed" }).first();

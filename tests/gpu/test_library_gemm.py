@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from ptxls.diagnostics.toolchain import ToolNotFound, find_tool
+from ptxls.toolchain.discovery import ToolNotFound, find_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "fewshot" / "kernels"

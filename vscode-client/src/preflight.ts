@@ -14,7 +14,7 @@ const TIMEOUT_MS = 20_000;
 export function checkServerCommand(server: ServerCommand, env: NodeJS.ProcessEnv): Promise<Preflight> {
   // Only the `<python> -m ptxls serve` form can be checked without starting the server.
   const isPythonModule = server.args[0] === "-m" && server.args[1] === "ptxls.server";
-  const args = isPythonModule ? ["-c", "import ptxls.server.cli"] : null;
+  const args = isPythonModule ? ["-c", "import ptxls.server.app"] : null;
   if (args === null) {
     return Promise.resolve({ ok: true });
   }
@@ -58,7 +58,7 @@ export function checkServerCommand(server: ServerCommand, env: NodeJS.ProcessEnv
         finish({
           ok: false,
           kind: "broken",
-          problem: `"${server.command} -c 'import ptxls.server.cli'" failed with exit code ${code}; see the ptxls output for the traceback.`,
+          problem: `"${server.command} -c 'import ptxls.server.app'" failed with exit code ${code}; see the ptxls output for the traceback.`,
           detail: stderr,
         });
       }

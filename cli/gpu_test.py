@@ -17,7 +17,8 @@ import json
 import sys
 from pathlib import Path
 
-from .app import short_tokens
+from ptxls.gputest.report import short_tokens
+
 from .output_format import chosen_format, markdown_to_text
 
 EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_RUN, EXIT_NO_GPU = 0, 1, 2, 3

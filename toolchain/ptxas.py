@@ -11,8 +11,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from .discovery import Tool
 from .process import ProcessResult, run_killable, scratch_name
-from .toolchain import Tool
 
 
 @dataclass

@@ -7,11 +7,11 @@ import json
 import sys
 from pathlib import Path
 
-from ptxls.diagnostics.arch import choose_arch
 from ptxls.diagnostics.cuda_check import check_cuda
 from ptxls.diagnostics.engine import PtxasUnavailable, PtxCheckOptions, check_ptx, split_lines
 from ptxls.diagnostics.model import CheckResult, Severity
 from ptxls.diagnostics.text_guard import binary_problem, decode_bytes
+from ptxls.toolchain.arch import choose_arch
 
 from .output_format import markdown_to_text
 
@@ -120,7 +120,7 @@ async def run_usage(
     from ptxls.diagnostics.ptx_parse import scan_header
     from ptxls.diagnostics.ptxas_output import parse_ptxas_output, place_messages
     from ptxls.diagnostics.resources import format_usage_markdown, usage_report
-    from ptxls.diagnostics.toolchain import ToolNotFound
+    from ptxls.toolchain.discovery import ToolNotFound
 
     out = out or sys.stdout
     try:

@@ -1,4 +1,4 @@
-"""The ``ptxls`` command: serve, check, doctor, demo — and test/lower where those rooms exist.
+"""The ``ptxls`` command: serve, check, usage, test, lower, bench, doctor, demo.
 
 Every subcommand runs the same engines the language server uses, so what the editor shows and
 what the terminal prints agree.
@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
-import logging
 import os
 import sys
 from pathlib import Path
@@ -18,27 +17,18 @@ from .output_format import add_format_argument, chosen_format
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_CANNOT_RUN = 0, 1, 2
 
-# Subcommands contributed by other rooms' glue; each module has add_parser(sub) and run(args).
-_OPTIONAL_COMMANDS = ["ptxls.server.cli_test", "ptxls.server.cli_lower", "ptxls.server.cli_bench"]
+# Subcommands with a module of their own; each has add_parser(sub) and run(args).
+_COMMAND_MODULES = ["ptxls.cli.gpu_test", "ptxls.cli.lower", "ptxls.cli.bench"]
 
 
 def _serve(args: argparse.Namespace) -> int:
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        stream=sys.stderr,  # stdout carries the protocol
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    if not args.verbose:
-        logging.getLogger("pygls").setLevel(logging.WARNING)  # it logs every message at INFO
-    from .app import create_server
+    from ptxls.server.app import run_server  # pygls is imported only when serving
 
-    server = create_server()
-    server.start_io()
-    return server.exit_code  # 1 after 'exit' without 'shutdown' (LSP lifecycle)
+    return run_server(args.verbose)
 
 
 def _check(args: argparse.Namespace) -> int:
-    from .check_command import run_check
+    from .check import run_check
 
     return asyncio.run(
         run_check(
@@ -48,7 +38,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _usage(args: argparse.Namespace) -> int:
-    from .check_command import run_usage
+    from .check import run_usage
 
     return asyncio.run(
         run_usage(
@@ -76,7 +66,7 @@ def version() -> str:
     try:
         return dist_version("ptxls")
     except PackageNotFoundError:
-        from .app import SERVER_VERSION
+        from ptxls.server.app import SERVER_VERSION
 
         return SERVER_VERSION
 
@@ -178,13 +168,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     p.add_argument("--no-lowering", action="store_true", help="skip the lowering step")
     runners["demo"] = _demo
 
-    for name in _OPTIONAL_COMMANDS:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as e:
-            if e.name == name:
-                continue
-            raise
+    for name in _COMMAND_MODULES:
+        module = importlib.import_module(name)
         before = set(sub.choices)
         module.add_parser(sub)
         for added in set(sub.choices) - before:

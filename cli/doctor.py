@@ -6,9 +6,9 @@ import json
 import os
 import sys
 
-from ptxls.diagnostics.arch import choose_arch
-from ptxls.diagnostics.gpu_probe import probe_gpu
-from ptxls.diagnostics.toolchain import ToolNotFound, all_tools, find_nvcc, find_ptxas
+from ptxls.toolchain.arch import choose_arch
+from ptxls.toolchain.discovery import ToolNotFound, all_tools, find_nvcc, find_ptxas
+from ptxls.toolchain.gpu_probe import probe_gpu
 
 
 def _nvrtc_version() -> str:

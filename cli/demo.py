@@ -15,8 +15,8 @@ from pathlib import Path
 from ptxls.diagnostics.engine import PtxasUnavailable
 from ptxls.diagnostics.model import Severity
 
-from .check_command import check_file
-from .cli import repo_examples
+from .check import check_file
+from .main import repo_examples
 
 
 def _header(text: str, out) -> None:

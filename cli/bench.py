@@ -109,7 +109,7 @@ def _write(args, rows, facts: dict | None = None, text: str | None = None) -> No
 def run(args: argparse.Namespace) -> int:
     from ptxls.gputest.bench import format_bench, geomean, machine_facts
 
-    from .cli_test import _sizes
+    from .gpu_test import _sizes
 
     for f, what in ((args.ref, "reference"), (args.spec, "spec")):
         if f and not Path(f).is_file():

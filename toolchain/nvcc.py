@@ -8,8 +8,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from .discovery import Tool, cuda_include_dirs
 from .process import ProcessResult, run_killable, scratch_name
-from .toolchain import Tool, cuda_include_dirs
 
 
 @dataclass

@@ -1,0 +1,1 @@
+"""The ``ptxls`` command line: check, usage, test, lower, bench, doctor, demo, serve."""
