@@ -17,6 +17,7 @@ it found instruction starts in function bodies.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -40,6 +41,13 @@ class LineInfoText:
     file_name: str
     file_index: int
     instruction_lines: tuple[int, ...] = ()
+    # 1-based lines of `text` that the original does not have (a tool's message about "line N"
+    # of `text` names original line `original_line(N)`)
+    added_lines: tuple[int, ...] = ()
+
+    def original_line(self, line: int) -> int:
+        """The original line of line `line` of `text` (a ptxas error, a sanitizer report)."""
+        return line - bisect.bisect_right(self.added_lines, line)
 
 
 def with_line_info(ptx_text: str, file_name: str) -> str:
@@ -63,17 +71,21 @@ def _add_line_info(ptx_text: str, file_name: str) -> LineInfoText:
         return LineInfoText(ptx_text, "none", file_name, 0)
     index = max(scan.file_indexes, default=0) + 1
     pieces: list[str] = []
+    added: list[int] = []
     last = 0
     for offset, line in scan.instruction_starts:
+        shift = line + len(added)  # where the original line `line` is in the text so far
         line_start = ptx_text.rfind("\n", 0, offset) + 1
         before = ptx_text[line_start:offset]
         indent = before[: len(before) - len(before.lstrip())]
         if before.strip():  # after a label or another statement on the same line
             pieces.append(ptx_text[last:offset])
             pieces.append(f"\n{indent}.loc {index} {line} 0\n{indent}")
+            added += [shift + 1, shift + 2]  # the .loc, then the rest of the line
         else:
             pieces.append(ptx_text[last:line_start])
             pieces.append(f"{indent}.loc {index} {line} 0\n")
+            added.append(shift)
             pieces.append(ptx_text[line_start:offset])
         last = offset
     pieces.append(ptx_text[last:])
@@ -81,7 +93,7 @@ def _add_line_info(ptx_text: str, file_name: str) -> LineInfoText:
         pieces.append("\n")
     pieces.append(f'.file {index} "{_quoted(file_name)}"\n')
     lines = tuple(line for _, line in scan.instruction_starts)
-    return LineInfoText("".join(pieces), "ptx", file_name, index, lines)
+    return LineInfoText("".join(pieces), "ptx", file_name, index, lines, tuple(added))
 
 
 def _quoted(file_name: str) -> str:

@@ -127,3 +127,39 @@ def test_library_modules_still_assemble_and_map_back(path, tmp_path):
         assert line in result.instruction_lines
         statement = original[line - 1].split("//")[0].strip()
         assert statement and not statement.startswith("."), (line, statement)
+
+
+def test_original_line_maps_a_line_of_the_new_text_back():
+    src = HEADER + (
+        ".visible .entry k()\n"  # 4
+        "{\n"  # 5
+        "    .reg .b32 %r<3>;\n"  # 6
+        "L1: mov.u32 %r1, 2;\n"  # 7: label then instruction (split in two)
+        "    add.s32 %r2, %r1, 1;\n"  # 8
+        "    ret;\n"  # 9
+        "}\n"  # 10
+    )
+    result = add_line_info(src, "k.ptx")
+    out = result.text.splitlines()
+    original = src.splitlines()
+    for n, line in enumerate(out, start=1):
+        if n in result.added_lines or line.startswith(".file"):
+            continue
+        assert line.strip() in original[result.original_line(n) - 1], (n, line)
+    add_line = next(n for n, line in enumerate(out, start=1) if line.strip().startswith("add"))
+    assert result.original_line(add_line) == 8
+
+
+def test_ptxas_errors_name_original_lines_through_original_line(tmp_path):
+    ptxas = _tool("ptxas")
+    broken = ROOT / "examples" / "broken.ptx"
+    text = broken.read_text()
+    plain = subprocess.run([ptxas, "-arch=sm_90", broken, "-o", "/dev/null"], capture_output=True)
+    result = add_line_info(text, "broken.ptx")
+    (tmp_path / "b.ptx").write_text(result.text)
+    moved = subprocess.run(
+        [ptxas, "-arch=sm_90", tmp_path / "b.ptx", "-o", "/dev/null"], capture_output=True
+    )
+    want = [int(n) for n in re.findall(rb"line (\d+);", plain.stderr)]
+    got = [result.original_line(int(n)) for n in re.findall(rb"line (\d+);", moved.stderr)]
+    assert want and got == want
