@@ -1,6 +1,7 @@
 """``ptxls lower``: the lowering engine from the terminal, the same one the code actions run.
 
     ptxls lower kernels.cu --kernel vec_add --backend nvcc
+    ptxls lower kernels.py --kernel add_kernel --backend triton     # Triton's own PTX
     ptxls lower kernels.cu --kernel vec_add --backend llm --candidates 2 --rounds 5
     ptxls lower --describe "relu(float* x, int n): x[i] = max(x[i], 0)" -o relu.ptx
     ptxls lower kernels.cu --kernel vec_add --strategy plan --plan-only > plan.md
@@ -10,7 +11,7 @@ Progress goes to stderr, the report to stdout; the last line says what was check
 Exit codes (never more than what was checked):
 
     0  the result passed the GPU test (or --compile-only was asked and ptxas accepts it;
-       or the nvcc reference lowering succeeded)
+       or the nvcc/Triton reference lowering succeeded)
     4  ptxas-clean but NOT GPU-tested (no device, no reference to test against)
     1  nothing passed (the best attempt is kept under .ptxls/attempts/)
     2  it could not run (no endpoint, no such file or kernel, a target ptxas rejects)
@@ -42,7 +43,12 @@ def add_parser(subparsers) -> None:
         "file", nargs="?", metavar="FILE", help=".cu, .py (Triton) or .ptx (optimize) file"
     )
     p.add_argument("--kernel", help="kernel name (needed when FILE has several)")
-    p.add_argument("--backend", choices=("llm", "nvcc"), default="llm")
+    p.add_argument(
+        "--backend",
+        choices=("llm", "nvcc", "triton"),
+        default="llm",
+        help="llm: the verified LLM loop; nvcc / triton: the compiler's own PTX (reference)",
+    )
     p.add_argument(
         "-o",
         "--output",
@@ -128,14 +134,14 @@ async def _run_async(job, settings, progress, plan_only: bool):
 def _exit_code(outcome, compile_only: bool) -> int:
     if not outcome.ok:
         return EXIT_FAILED if outcome.ran else EXIT_CANNOT_RUN
-    if outcome.gpu_tested or compile_only or outcome.backend == "nvcc":
+    if outcome.gpu_tested or compile_only or outcome.backend in ("nvcc", "triton"):
         return EXIT_OK
     return EXIT_NOT_TESTED
 
 
 def _last_line(outcome, code: int, written: str) -> str:
     where = f" → {written}" if written else ""
-    if code == EXIT_OK and outcome.backend == "nvcc":
+    if code == EXIT_OK and outcome.backend in ("nvcc", "triton"):
         return f"{outcome.message}{where}"
     if code == EXIT_OK and outcome.gpu_tested:
         return f"PASSED the GPU test{where}: {outcome.message}"
@@ -230,10 +236,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.file and not args.describe:
         _err("give a FILE, or --describe TEXT for a plain-language request")
         return EXIT_CANNOT_RUN
-    if args.describe and args.backend == "nvcc":
-        _err("--describe needs the llm backend (nvcc compiles CUDA only)")
+    if args.describe and args.backend in ("nvcc", "triton"):
+        _err(f"--describe needs the llm backend ({args.backend} compiles a kernel in FILE)")
         return EXIT_CANNOT_RUN
-    if (args.plan or args.plan_only) and args.backend == "nvcc":
+    if (args.plan or args.plan_only) and args.backend in ("nvcc", "triton"):
         _err("--plan/--plan-only need the llm backend")
         return EXIT_CANNOT_RUN
     workspace = Path.cwd()

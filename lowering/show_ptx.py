@@ -1,4 +1,5 @@
-""" "Show PTX for this kernel": nvcc's PTX for one kernel, with the CUDA source interleaved.
+""" "Show PTX for this kernel": nvcc's PTX for one kernel, with the CUDA source interleaved
+(for a Triton kernel in a .py file: Triton's PTX with the Python lines, ``triton_reference``).
 
 nvcc ``-lineinfo`` marks every instruction group with ``.loc FILE LINE COL``; before each group
 whose source line changes we insert the source line as a comment, so a person reads the PTX
@@ -76,6 +77,8 @@ async def show_ptx(
     nvcc_path: str | None = None,
     timeout: float = 120.0,
 ) -> ShownPtx:
+    if file_path and file_path.endswith(".py"):
+        return await show_triton_ptx(cu_text, kernel, file_path, arch, timeout)
     try:
         nvcc = find_nvcc(nvcc_path)
     except ToolNotFound as e:
@@ -107,6 +110,30 @@ async def show_ptx(
     header = (
         f"// PTX of {kernel} from {name}, by {nvcc.describe()} -O3 -arch={arch} -lineinfo\n"
         f"// Each '// {name}:N:' comment is the CUDA line the instructions below it come from.\n"
+        "// A view for reading: edits here are not written back to the source.\n"
+    )
+    return ShownPtx(
+        True, header + body, f"{kernel}: PTX with {mapped} source lines mapped", entry, mapped
+    )
+
+
+async def show_triton_ptx(text: str, kernel: str, file_path: str, arch: str, timeout: float):
+    """A Triton kernel: Triton's PTX (built from the kernel's own source, never running the
+    file: lowering/triton_reference.py) with the Python lines from its ``.loc`` line info."""
+    from .triton_reference import compile_kernel, drop_debug_sections, source_name
+
+    build, result = await compile_kernel(text, kernel, file_path, arch, timeout)
+    if not result.ok:
+        return ShownPtx(False, message=result.message)
+    name = source_name(file_path)
+    entry = (result.metadata or {}).get("name") or kernel
+    body, mapped = interleave_source(drop_debug_sections(result.ptx), text, name)
+    sig = " ".join(f"{k}={v}" for k, v in build.signature.items())
+    consts = " ".join(f"{k}={v!r}" for k, v in build.constexprs.items())
+    header = (
+        f"// PTX of {kernel} from {name}, by Triton {result.version} for {arch}\n"
+        f"// signature: {sig}; constexprs: {consts or 'none'}\n"
+        f"// Each '// {name}:N:' comment is the Python line the instructions below it come from.\n"
         "// A view for reading: edits here are not written back to the source.\n"
     )
     return ShownPtx(

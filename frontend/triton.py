@@ -1,0 +1,735 @@
+"""The Triton kernel reader: every ``@triton.jit`` function of a Python file, read with ``ast``.
+
+Text in, dataclasses out; never raises on bad user text (a file that does not parse is a
+``TritonFile`` with ``syntax_error`` set and the kernels a line scan finds, so the editor's
+actions do not flicker while a person types).
+
+For each kernel: its parameters (annotation text, ``tl.constexpr`` or not, literal defaults), its
+line range, the decorators' literal options (``@triton.jit(do_not_specialize=[...])``,
+``@triton.autotune(configs=[triton.Config({...}, num_warps=...)])``), the ``# ptxls: signature``
+directive in the comment block above it, which pointer parameters it stores through, and the
+names it reads from the module (so a builder can tell what the kernel needs besides its own
+source). Module level: literal constants (``BLOCK = 128``, ``BLOCK = tl.constexpr(128)``), the
+``import triton...`` statements, and every other module-level name with its line.
+
+The directive (documented in README.md, "Triton"), in the comment block right above the
+decorators; items are ``NAME=TYPE`` (a Triton type: ``*fp32``, ``i32``, ``fp16`` ...) or
+``NAME=VALUE`` (a constexpr's literal value), plus the launch options ``num_warps`` and
+``num_stages``; several lines add up::
+
+    # ptxls: signature x_ptr=*fp32 y_ptr=*fp32 out_ptr=*fp32 n_elements=i32 BLOCK_SIZE=1024
+    # ptxls: signature num_warps=4
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+from dataclasses import dataclass, field
+
+# Triton's scalar type names (the spelling ASTSource's signature takes); a leading '*' makes a
+# pointer to one.
+TRITON_TYPES = (
+    "i1", "i8", "i16", "i32", "i64", "u1", "u8", "u16", "u32", "u64",
+    "fp8e4nv", "fp8e5", "fp8e4b15", "fp16", "bf16", "fp32", "fp64",
+)  # fmt: skip
+LAUNCH_OPTIONS = ("num_warps", "num_stages")
+DIRECTIVE = re.compile(r"^\s*#\s*ptxls:\s*signature\b(?P<body>.*)$")
+_TYPE = re.compile(r"^\*?(?:" + "|".join(TRITON_TYPES) + r")$")
+_BUILTINS = frozenset(dir(builtins))
+_SIMPLE = (bool, int, float, str, type(None))  # the constants a build may carry (JSON values)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something in the user's text that stops a build, pointing at its line (0-based)."""
+
+    message: str
+    line: int = -1
+
+
+@dataclass(frozen=True)
+class TritonParam:
+    name: str
+    annotation: str = ""  # the annotation's source text ("tl.constexpr", "int"), "" when none
+    is_constexpr: bool = False
+    has_default: bool = False
+    default: object = None  # the default's literal value (has_default and literal)
+    default_is_literal: bool = True
+
+
+@dataclass
+class Directive:
+    """What the ``# ptxls: signature`` lines above a kernel say."""
+
+    types: dict[str, str] = field(default_factory=dict)  # param -> "*fp32" / "i32"
+    values: dict[str, object] = field(default_factory=dict)  # constexpr -> literal value
+    options: dict[str, int] = field(default_factory=dict)  # num_warps, num_stages
+    lines: list[int] = field(default_factory=list)  # where the directive lines are
+    problems: list[Problem] = field(default_factory=list)
+
+
+@dataclass
+class AutotuneConfig:
+    kwargs: dict[str, object]
+    num_warps: int | None = None
+    num_stages: int | None = None
+
+
+@dataclass
+class TritonKernel:
+    name: str
+    start_line: int  # the first decorator (0-based)
+    def_line: int  # the 'def' line
+    end_line: int  # the last line of the body (inclusive)
+    params: list[TritonParam] = field(default_factory=list)
+    decorators: list[str] = field(default_factory=list)  # source text of each decorator
+    jit_options: dict[str, object] = field(default_factory=dict)  # literal @triton.jit(...) args
+    autotune: list[AutotuneConfig] = field(default_factory=list)
+    has_heuristics: bool = False  # @triton.heuristics: values computed by Python at launch
+    directive: Directive = field(default_factory=Directive)
+    nested: bool = False  # defined inside a class or a function (not buildable alone)
+    free_names: dict[str, int] = field(default_factory=dict)  # module names read -> first line
+    stored: set[str] = field(default_factory=set)  # parameters tl.store writes through
+    loaded: set[str] = field(default_factory=set)  # parameters tl.load reads through
+    problems: list[Problem] = field(default_factory=list)
+
+    def contains(self, line: int) -> bool:
+        return self.start_line <= line <= self.end_line
+
+    def param(self, name: str) -> TritonParam | None:
+        return next((p for p in self.params if p.name == name), None)
+
+
+@dataclass
+class TritonFile:
+    kernels: list[TritonKernel] = field(default_factory=list)
+    # module-level literal constants: name -> (value, wrapped in tl.constexpr(...), line)
+    constants: dict[str, tuple[object, bool, int]] = field(default_factory=dict)
+    # 'import triton...' bindings: local name -> (module, attribute or "") ("tl" ->
+    # ("triton.language", ""), "libdevice" -> ("triton.language.extra", "libdevice"))
+    triton_imports: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # every other module-level name (functions, classes, other imports, computed values)
+    other_globals: dict[str, int] = field(default_factory=dict)
+    syntax_error: str = ""
+
+    def kernel(self, name: str) -> TritonKernel | None:
+        return next((k for k in self.kernels if k.name == name), None)
+
+
+def read_triton(text: str) -> TritonFile:
+    """Every ``@triton.jit`` function of ``text``. Never raises."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+        line = getattr(e, "lineno", None)
+        where = f" (line {line})" if line else ""
+        found = TritonFile(syntax_error=f"{type(e).__name__}: {getattr(e, 'msg', e)}{where}")
+        found.kernels = _scan_lines(text)
+        return found
+    try:
+        return _read_tree(tree, text)
+    except (RecursionError, MemoryError) as e:  # a pathologically deep expression
+        return TritonFile(syntax_error=f"{type(e).__name__}: the file is too deeply nested")
+
+
+def _read_tree(tree: ast.Module, text: str) -> TritonFile:
+    lines = text.splitlines()
+    found = TritonFile()
+    for stmt in tree.body:
+        _read_module_statement(stmt, found)
+    for node, nested in _functions(tree):
+        if not _is_jit(node):
+            continue
+        found.kernels.append(_read_kernel(node, lines, nested))
+    for k in found.kernels:
+        found.other_globals.pop(k.name, None)
+    return found
+
+
+def _functions(tree: ast.Module):
+    """(function node, nested?) for every function, module-level ones first in file order."""
+    for stmt in tree.body:
+        if isinstance(stmt, ast.FunctionDef):
+            yield stmt, False
+    for stmt in tree.body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.FunctionDef) and node is not stmt:
+                yield node, True
+
+
+def _decorator_name(d: ast.expr) -> str:
+    """'triton.jit' for @triton.jit, @triton.jit(...); 'jit' for @jit."""
+    target = d.func if isinstance(d, ast.Call) else d
+    parts = []
+    while isinstance(target, ast.Attribute):
+        parts.append(target.attr)
+        target = target.value
+    if isinstance(target, ast.Name):
+        parts.append(target.id)
+    return ".".join(reversed(parts))
+
+
+def _is_jit(node: ast.FunctionDef) -> bool:
+    names = [_decorator_name(d) for d in node.decorator_list]
+    return any(n in ("triton.jit", "jit", "tl.jit", "triton.language.jit") for n in names)
+
+
+def _literal(node: ast.expr | None) -> tuple[bool, object]:
+    if node is None:
+        return False, None
+    try:
+        return True, ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False, None
+
+
+def _constexpr_call(node: ast.expr) -> ast.expr | None:
+    """The argument of ``tl.constexpr(X)`` / ``triton.language.constexpr(X)`` / ``constexpr(X)``."""
+    if (
+        isinstance(node, ast.Call)
+        and _decorator_name(node).endswith("constexpr")
+        and len(node.args) == 1
+        and not node.keywords
+    ):
+        return node.args[0]
+    return None
+
+
+def _read_module_statement(stmt: ast.stmt, found: TritonFile) -> None:
+    if isinstance(stmt, ast.Import | ast.ImportFrom):
+        for alias in stmt.names:
+            if isinstance(stmt, ast.Import):
+                module, attr = alias.name, ""
+                local = alias.asname or alias.name.split(".")[0]
+                if not alias.asname:
+                    module = alias.name.split(".")[0]
+            else:
+                module, attr = stmt.module or "", alias.name
+                local = alias.asname or alias.name
+            if stmt.__class__ is ast.ImportFrom and stmt.level:
+                found.other_globals[local] = stmt.lineno - 1
+            elif module == "triton" or module.startswith("triton."):
+                found.triton_imports[local] = (module, attr)
+            else:
+                found.other_globals[local] = stmt.lineno - 1
+        return
+    targets: list[ast.expr] = []
+    value = None
+    if isinstance(stmt, ast.Assign):
+        targets, value = stmt.targets, stmt.value
+    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        targets, value = [stmt.target], stmt.value
+        if "constexpr" in ast.unparse(stmt.annotation):
+            ok, v = _literal(value)
+            if ok and isinstance(v, _SIMPLE) and isinstance(stmt.target, ast.Name):
+                found.constants[stmt.target.id] = (v, True, stmt.lineno - 1)
+                return
+    if value is not None and len(targets) == 1 and isinstance(targets[0], ast.Name):
+        name = targets[0].id
+        inner = _constexpr_call(value)
+        ok, v = _literal(inner if inner is not None else value)
+        if ok and isinstance(v, _SIMPLE):
+            found.constants[name] = (v, inner is not None, stmt.lineno - 1)
+            found.other_globals.pop(name, None)
+            return
+    for node in ast.walk(stmt) if not isinstance(stmt, ast.FunctionDef | ast.ClassDef) else []:
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            found.other_globals.setdefault(node.id, stmt.lineno - 1)
+            found.constants.pop(node.id, None)
+    if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        found.other_globals[stmt.name] = stmt.lineno - 1
+
+
+def _read_params(node: ast.FunctionDef) -> list[TritonParam]:
+    args = node.args
+    positional = args.posonlyargs + args.args
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults))
+    defaults += list(args.defaults)
+    pairs = list(zip(positional, defaults, strict=True))
+    pairs += list(zip(args.kwonlyargs, args.kw_defaults, strict=True))
+    params = []
+    for arg, default in pairs:
+        annotation = ast.unparse(arg.annotation) if arg.annotation is not None else ""
+        is_literal, value = _literal(default)
+        params.append(
+            TritonParam(
+                arg.arg,
+                annotation,
+                is_constexpr="constexpr" in annotation,
+                has_default=default is not None,
+                default=value if is_literal else None,
+                default_is_literal=default is None or is_literal,
+            )
+        )
+    return params
+
+
+def _read_decorators(node: ast.FunctionDef, kernel: TritonKernel, text_of) -> None:
+    for d in node.decorator_list:
+        kernel.decorators.append(text_of(d))
+        name = _decorator_name(d)
+        if not isinstance(d, ast.Call):
+            continue
+        if name.endswith("jit"):
+            for kw in d.keywords:
+                ok, v = _literal(kw.value)
+                if kw.arg and ok:
+                    kernel.jit_options[kw.arg] = v
+        elif name.endswith("autotune"):
+            configs = next((kw.value for kw in d.keywords if kw.arg == "configs"), None)
+            if configs is None and d.args:
+                configs = d.args[0]
+            if isinstance(configs, ast.List | ast.Tuple):
+                kernel.autotune = [c for c in map(_autotune_config, configs.elts) if c]
+        elif name.endswith("heuristics"):
+            kernel.has_heuristics = True
+        if name.endswith("heuristics") and not isinstance(d, ast.Call):
+            kernel.has_heuristics = True
+
+
+def _autotune_config(node: ast.expr) -> AutotuneConfig | None:
+    """``triton.Config({'BLOCK': 128}, num_warps=4, num_stages=2)`` when its parts are literal."""
+    if not isinstance(node, ast.Call) or not _decorator_name(node).endswith("Config"):
+        return None
+    ok, kwargs = _literal(node.args[0]) if node.args else (True, {})
+    if not ok or not isinstance(kwargs, dict):
+        return None
+    config = AutotuneConfig({str(k): v for k, v in kwargs.items()})
+    for kw in node.keywords:
+        ok, v = _literal(kw.value)
+        if kw.arg == "kwargs" and ok and isinstance(v, dict):
+            config.kwargs = {str(k): x for k, x in v.items()}
+        elif kw.arg in LAUNCH_OPTIONS and ok and isinstance(v, int):
+            setattr(config, kw.arg, v)
+    return config
+
+
+def _read_kernel(node: ast.FunctionDef, lines: list[str], nested: bool) -> TritonKernel:
+    start = min([d.lineno for d in node.decorator_list] + [node.lineno]) - 1
+    kernel = TritonKernel(
+        name=node.name,
+        start_line=start,
+        def_line=node.lineno - 1,
+        end_line=(node.end_lineno or node.lineno) - 1,
+        params=_read_params(node),
+        nested=nested,
+    )
+    text = "\n".join(lines)
+
+    def text_of(n: ast.AST) -> str:
+        return ast.get_source_segment(text, n) or ast.unparse(n)
+
+    _read_decorators(node, kernel, text_of)
+    kernel.directive = read_directive(lines, start, kernel)
+    _read_body(node, kernel)
+    return kernel
+
+
+def _read_body(node: ast.FunctionDef, kernel: TritonKernel) -> None:
+    """Free names (read in the body or a default but bound nowhere in the function: what the
+    kernel needs from its module) and the pointers it stores/loads through."""
+    bound = {p.name for p in kernel.params}
+    loads: dict[str, int] = {}
+    parts: list[ast.AST] = list(node.body) + list(node.args.defaults)
+    parts += [d for d in node.args.kw_defaults if d is not None]
+    for part in parts:
+        for sub in ast.walk(part):
+            if isinstance(sub, ast.Name):
+                if isinstance(sub.ctx, ast.Store | ast.Del):
+                    bound.add(sub.id)
+                else:
+                    loads.setdefault(sub.id, sub.lineno - 1)
+            elif isinstance(sub, ast.arg):
+                bound.add(sub.arg)
+            elif isinstance(sub, ast.FunctionDef):
+                bound.add(sub.name)
+            elif isinstance(sub, ast.Call):
+                _note_memory_access(sub, kernel)
+    kernel.free_names = {
+        name: line for name, line in loads.items() if name not in bound and name not in _BUILTINS
+    }
+
+
+def _root_name(node: ast.expr) -> str | None:
+    """The parameter a pointer expression starts from: ``out_ptr + offs`` -> 'out_ptr'."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.BinOp):
+            left = _root_name(node.left)
+            node = node.right if left is None else node.left
+            if left is not None:
+                return left
+            continue
+        if isinstance(node, ast.Subscript | ast.Attribute | ast.Starred):
+            node = node.value
+            continue
+        if isinstance(node, ast.Call) and node.args:
+            node = node.args[0]  # tl.make_block_ptr(base, ...), tl.advance(ptr, ...)
+            continue
+        return None
+
+
+def _note_memory_access(call: ast.Call, kernel: TritonKernel) -> None:
+    name = _decorator_name(call)
+    if not call.args:
+        return
+    leaf = name.rsplit(".", 1)[-1]
+    root = _root_name(call.args[0])
+    if root is None:
+        return
+    if leaf in ("store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas",
+                "atomic_and", "atomic_or", "atomic_xor"):  # fmt: skip
+        kernel.stored.add(root)
+        if leaf.startswith("atomic"):
+            kernel.loaded.add(root)
+    elif leaf == "load":
+        kernel.loaded.add(root)
+
+
+def read_directive(lines: list[str], above: int, kernel: TritonKernel | None = None) -> Directive:
+    """The ``# ptxls: signature`` lines in the comment block directly above line ``above``."""
+    found = Directive()
+    i = above - 1
+    block = []
+    while i >= 0 and lines[i].lstrip().startswith("#"):
+        block.append(i)
+        i -= 1
+    names = {p.name for p in kernel.params} if kernel else None
+    for ln in sorted(block):
+        m = DIRECTIVE.match(lines[ln])
+        if not m:
+            continue
+        found.lines.append(ln)
+        for item in m.group("body").split():
+            _directive_item(item, ln, found, names, kernel)
+    return found
+
+
+def _directive_item(item, ln, found: Directive, names, kernel) -> None:
+    name, eq, value = item.partition("=")
+    if not eq or not name.isidentifier() or not value:
+        found.problems.append(Problem(f"ptxls: signature: '{item}' is not NAME=TYPE", ln))
+        return
+    if name in LAUNCH_OPTIONS:
+        if value.isdigit() and int(value) > 0:
+            found.options[name] = int(value)
+        else:
+            found.problems.append(Problem(f"ptxls: signature: {name} must be a positive int", ln))
+        return
+    if names is not None and name not in names:
+        known = ", ".join(sorted(names)) or "none"
+        found.problems.append(
+            Problem(f"ptxls: signature: '{name}' is not a parameter (parameters: {known})", ln)
+        )
+        return
+    param = kernel.param(name) if kernel else None
+    if _TYPE.match(value):
+        if param is not None and param.is_constexpr:
+            found.problems.append(
+                Problem(f"ptxls: signature: '{name}' is a tl.constexpr: give its value", ln)
+            )
+            return
+        found.types[name] = value
+        return
+    ok, v = _literal_text(value)
+    if not ok:
+        types = ", ".join(TRITON_TYPES)
+        found.problems.append(
+            Problem(
+                f"ptxls: signature: '{value}' for '{name}' is neither a Triton type "
+                f"({types}, '*' for a pointer) nor a literal constexpr value",
+                ln,
+            )
+        )
+        return
+    found.values[name] = v
+
+
+def _literal_text(value: str) -> tuple[bool, object]:
+    if len(value) > 64:
+        return False, None
+    try:
+        v = ast.literal_eval(value)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False, None
+    return isinstance(v, bool | int | float | str), v
+
+
+def _scan_lines(text: str) -> list[TritonKernel]:
+    """A file that does not parse: ``@triton.jit`` / ``@jit`` followed by a ``def`` line."""
+    lines = text.splitlines()
+    found = []
+    for i, line in enumerate(lines):
+        if not re.match(r"\s*@(triton\.)?jit\b", line):
+            continue
+        j = i + 1
+        while j < len(lines) and not re.match(r"\s*def\s+", lines[j]):
+            j += 1
+        if j >= len(lines):
+            break
+        m = re.match(r"(\s*)def\s+(\w+)", lines[j])
+        if not m:
+            continue
+        indent = len(m.group(1))
+        k = j + 1
+        while k < len(lines) and (
+            not lines[k].strip() or len(lines[k]) - len(lines[k].lstrip()) > indent
+        ):
+            k += 1
+        found.append(TritonKernel(m.group(2), i, j, k - 1, nested=indent > 0))
+    return found
+
+
+# --- what a builder needs: only the kernel's own source and what it reads from its module ---
+
+_ANNOTATION_TYPES = {"int": "i32", "float": "fp32", "bool": "i1"}
+_TL_TYPES = {
+    "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64",
+    "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "int1": "i1",
+}  # fmt: skip
+
+
+@dataclass
+class TritonBuild:
+    """Everything a separate process needs to compile one kernel, and nothing else from the file:
+    the ``def`` text of the kernel and of the ``@triton.jit`` helpers it calls (decorators blanked,
+    every line at its original number), the literal module constants and ``triton`` imports they
+    read, and the signature, constexprs and launch options."""
+
+    kernel: str
+    file_name: str  # the name Triton's line info (.file) gives the source
+    source: str
+    functions: list[str]  # the @triton.jit functions defined by ``source``
+    constants: dict[str, tuple[object, bool]]  # name -> (literal value, wrap in tl.constexpr)
+    imports: dict[str, tuple[str, str]]  # local name -> (module, attribute)
+    signature: dict[str, str]  # every parameter: "*fp32", "i32", or "constexpr"
+    constexprs: dict[str, object]
+    options: dict[str, int]  # num_warps, num_stages
+    notes: list[str] = field(default_factory=list)  # where the signature came from
+
+    def to_json(self) -> dict:
+        return {
+            "kernel": self.kernel,
+            "file_name": self.file_name,
+            "source": self.source,
+            "functions": self.functions,
+            "constants": {k: [v, w] for k, (v, w) in self.constants.items()},
+            "imports": {k: list(v) for k, v in self.imports.items()},
+            "signature": self.signature,
+            "constexprs": self.constexprs,
+            "options": self.options,
+        }
+
+
+def _annotation_type(annotation: str) -> str | None:
+    """``int`` -> i32, ``tl.pointer_type(tl.float32)`` -> *fp32, ``tl.float16`` -> fp16."""
+    a = annotation.replace(" ", "")
+    if a in _ANNOTATION_TYPES:
+        return _ANNOTATION_TYPES[a]
+    m = re.fullmatch(r"(?:triton\.language|tl)\.pointer_type\((?:triton\.language|tl)\.(\w+)\)", a)
+    if m and m.group(1) in _TL_TYPES:
+        return "*" + _TL_TYPES[m.group(1)]
+    m = re.fullmatch(r"(?:triton\.language|tl)\.(\w+)", a)
+    if m and m.group(1) in _TL_TYPES:
+        return _TL_TYPES[m.group(1)]
+    if _TYPE.match(a.strip("'\"")):
+        return a.strip("'\"")
+    return None
+
+
+@dataclass
+class Signature:
+    types: dict[str, str] = field(default_factory=dict)
+    constexprs: dict[str, object] = field(default_factory=dict)
+    options: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # parameters nothing gives a type/value
+    problems: list[Problem] = field(default_factory=list)
+
+
+def resolve_signature(kernel: TritonKernel, spec_types: dict[str, str] | None = None) -> Signature:
+    """Types and constexpr values, first found wins: the ``# ptxls: signature`` directive, the
+    annotations (``int``, ``tl.pointer_type(tl.float32)``, ``BLOCK: tl.constexpr = 128``), the
+    ``@gputest`` lines (``spec_types``: param -> Triton type), the first autotune config."""
+    sig = Signature(problems=list(kernel.directive.problems))
+    d = kernel.directive
+    first = kernel.autotune[0] if kernel.autotune else None
+    used_autotune = False
+    for p in kernel.params:
+        if p.is_constexpr:
+            if p.name in d.values:
+                sig.constexprs[p.name] = d.values[p.name]
+            elif first is not None and p.name in first.kwargs:
+                sig.constexprs[p.name] = first.kwargs[p.name]
+                used_autotune = True
+            elif p.has_default and p.default_is_literal:
+                sig.constexprs[p.name] = p.default
+            else:
+                sig.missing.append(p.name)
+            continue
+        found = d.types.get(p.name) or _annotation_type(p.annotation)
+        found = found or (spec_types or {}).get(p.name)
+        if found is None and p.name in d.values:
+            sig.constexprs[p.name] = d.values[p.name]  # a plain parameter fixed by the person
+            continue
+        if found is None and first is not None and p.name in first.kwargs:
+            sig.constexprs[p.name] = first.kwargs[p.name]
+            used_autotune = True
+            continue
+        if found is None:
+            sig.missing.append(p.name)
+        else:
+            sig.types[p.name] = found
+    sig.options = dict(d.options)
+    if first is not None:
+        for key in LAUNCH_OPTIONS:
+            value = getattr(first, key)
+            if key not in sig.options and value is not None:
+                sig.options[key] = value
+                used_autotune = True
+    if used_autotune:
+        sig.notes.append(
+            f"autotuned kernel: built with its first config ({len(kernel.autotune)} in the list)"
+        )
+    if d.lines:
+        sig.notes.append(f"signature from the '# ptxls: signature' line {d.lines[0] + 1}")
+    return sig
+
+
+def suggested_directive(kernel: TritonKernel, sig: Signature) -> str:
+    """The ``# ptxls: signature`` line to add, with the known parts filled in and guesses for the
+    rest (pointers *fp32, scalars i32, constexprs a power of two) for the person to correct."""
+    items = []
+    for p in kernel.params:
+        if p.name in sig.types:
+            items.append(f"{p.name}={sig.types[p.name]}")
+        elif p.name in sig.constexprs:
+            items.append(f"{p.name}={sig.constexprs[p.name]!r}")
+        elif p.is_constexpr:
+            items.append(f"{p.name}={1024 if 'BLOCK' in p.name.upper() else 1}")
+        elif p.name in kernel.loaded | kernel.stored or p.name.lower().endswith("ptr"):
+            items.append(f"{p.name}=*fp32")
+        else:
+            items.append(f"{p.name}=i32")
+    return "# ptxls: signature " + " ".join(items)
+
+
+def _helpers(found: TritonFile, kernel: TritonKernel) -> list[TritonKernel]:
+    """The kernel and every module-level @triton.jit function it calls, directly or not."""
+    by_name = {k.name: k for k in found.kernels if not k.nested}
+    order, todo = [kernel], [kernel]
+    while todo:
+        for name in todo.pop().free_names:
+            helper = by_name.get(name)
+            if helper is not None and helper not in order:
+                order.append(helper)
+                todo.append(helper)
+    return order
+
+
+def build_recipe(
+    found: TritonFile,
+    text: str,
+    kernel_name: str,
+    *,
+    file_name: str = "kernel.py",
+    spec_types: dict[str, str] | None = None,
+) -> tuple[TritonBuild | None, list[Problem]]:
+    """The ``TritonBuild`` of ``kernel_name``, or the problems that stop it (each said so a
+    person knows what to change)."""
+    kernel = found.kernel(kernel_name)
+    if kernel is None:
+        names = ", ".join(k.name for k in found.kernels) or "none"
+        return None, [Problem(f"no @triton.jit function '{kernel_name}' (found: {names})")]
+    if found.syntax_error:
+        return None, [Problem(f"the file does not parse: {found.syntax_error}", kernel.def_line)]
+    if kernel.nested:
+        return None, [
+            Problem(
+                f"'{kernel_name}' is defined inside a class or function: ptxls builds only "
+                "module-level @triton.jit functions",
+                kernel.def_line,
+            )
+        ]
+    functions = _helpers(found, kernel)
+    problems = _refusals(found, functions)
+    sig = resolve_signature(kernel, spec_types)
+    problems += sig.problems
+    if sig.missing:
+        problems.append(
+            Problem(
+                f"'{kernel_name}': Triton needs the type or value of "
+                f"{', '.join(sig.missing)}, and the source does not say it. Add this line "
+                f"right above @triton.jit (edit the guesses):\n{suggested_directive(kernel, sig)}",
+                kernel.start_line,
+            )
+        )
+    if problems:
+        return None, problems
+    return _recipe(found, text, kernel, functions, sig, file_name), []
+
+
+def _refusals(found: TritonFile, functions: list[TritonKernel]) -> list[Problem]:
+    """What cannot be built without running the file: module-level objects that are not
+    literals, defaults that are not literals, decorators that compute values at launch."""
+    problems = []
+    helper_names = {f.name for f in functions}
+    for f in functions:
+        for p in f.params:
+            if not p.default_is_literal:
+                problems.append(
+                    Problem(
+                        f"'{f.name}': the default of '{p.name}' is not a literal; ptxls does not "
+                        "run the file to compute it (write the value, or give it with "
+                        "'# ptxls: signature')",
+                        f.def_line,
+                    )
+                )
+        for name, line in f.free_names.items():
+            if name in helper_names or name in found.constants or name in found.triton_imports:
+                continue
+            if name in found.other_globals:
+                problems.append(
+                    Problem(
+                        f"'{f.name}' uses the module-level name '{name}' (line "
+                        f"{found.other_globals[name] + 1}), which is not a literal or a triton "
+                        "import: ptxls builds the kernel from its own source and never runs the "
+                        f"file. Make '{name}' a literal constant ({name} = 128 or "
+                        f"{name} = tl.constexpr(128)) or a parameter",
+                        line,
+                    )
+                )
+    return problems
+
+
+def _recipe(found, text, kernel, functions, sig: Signature, file_name: str) -> TritonBuild:
+    lines = text.splitlines()
+    keep = [""] * len(lines)
+    for f in functions:
+        for i in range(f.def_line, f.end_line + 1):
+            keep[i] = lines[i]
+    needed = set().union(*(f.free_names for f in functions))
+    signature = {
+        p.name: ("constexpr" if p.name in sig.constexprs else sig.types[p.name])
+        for p in kernel.params
+    }
+    return TritonBuild(
+        kernel=kernel.name,
+        file_name=file_name,
+        source="\n".join(keep) + "\n",
+        functions=[f.name for f in functions],
+        constants={
+            k: (v, wrapped)
+            for k, (v, wrapped, _) in found.constants.items()
+            if k in needed and isinstance(v, _SIMPLE)
+        },
+        imports={k: v for k, v in found.triton_imports.items() if k in needed},
+        signature=signature,
+        constexprs=dict(sig.constexprs),
+        options=dict(sig.options),
+        notes=list(sig.notes),
+    )
