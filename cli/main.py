@@ -18,7 +18,12 @@ from .output_format import add_format_argument, chosen_format
 EXIT_OK, EXIT_PROBLEMS, EXIT_CANNOT_RUN = 0, 1, 2
 
 # Subcommands with a module of their own; each has add_parser(sub) and run(args).
-_COMMAND_MODULES = ["ptxls.cli.gpu_test", "ptxls.cli.lower", "ptxls.cli.bench"]
+_COMMAND_MODULES = [
+    "ptxls.cli.gpu_test",
+    "ptxls.cli.lower",
+    "ptxls.cli.bench",
+    "ptxls.cli.sass",
+]
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -1,0 +1,114 @@
+"""``ptxls sass FILE [--kernel K]``: what ptxas made of a kernel, SASS under the PTX line it came
+from (Compiler Explorer style), with registers and instruction counts per function.
+
+FILE is a .ptx (hand-written, nvcc's or Triton's) or a .cu (nvcc -lineinfo -ptx first). No GPU
+is needed: ptxas and nvdisasm (or cuobjdump) read and write files only.
+
+Exit status: 0 printed, 1 ptxas (or nvcc) found errors in the file (printed like ptxls check),
+2 cannot run (unreadable file, no ptxas/nvdisasm — the message says how to get them, a tool run
+past --timeout, no kernel of that name).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+from .output_format import add_format_argument, chosen_format
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_CANNOT_RUN = 0, 1, 2
+
+
+def add_parser(subparsers) -> None:  # noqa: ANN001 - argparse's private subparsers type
+    p = subparsers.add_parser(
+        "sass",
+        help="SASS of a .ptx/.cu kernel with each instruction under its PTX line (no GPU needed)",
+        description="Assembles FILE with the configured ptxas (-lineinfo), disassembles the "
+        "cubin with nvdisasm and prints each function's SASS under the PTX (and CUDA) line it "
+        "came from, with its registers and instruction counts. Exit status: 0, 1 when ptxas/nvcc "
+        "finds errors in the file, 2 cannot run (no nvdisasm: pip install nvidia-cuda-nvdisasm).",
+    )
+    p.add_argument("file", metavar="FILE", help="a .ptx or .cu file")
+    p.add_argument("--kernel", help="only this function (PTX name or a CUDA kernel's plain name)")
+    p.add_argument("--arch", help="sm_XX (default: the file's .target, the local GPU, sm_90)")
+    p.add_argument("--ptxas", help="path of the ptxas to use")
+    p.add_argument("--nvdisasm", help="path of the nvdisasm to use")
+    p.add_argument("--nvcc", help="path of the nvcc to use for a .cu file")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="stop a tool after this long and exit 2 (default: 60)",
+    )
+    add_format_argument(p, json_alias=False)
+
+
+def run(args: argparse.Namespace) -> int:
+    return asyncio.run(run_sass(args))
+
+
+async def run_sass(args: argparse.Namespace) -> int:
+    from ptxls.diagnostics.sass import SassOptions, sass_for_cuda, sass_for_ptx
+    from ptxls.diagnostics.text_guard import decode_bytes
+    from ptxls.frontend.ptx import ptx_target
+    from ptxls.toolchain.arch import choose_arch
+    from ptxls.toolchain.discovery import ToolNotFound
+
+    path = Path(args.file)
+    try:
+        text = decode_bytes(path.read_bytes())
+    except OSError as e:
+        return _cannot_run(f"cannot read {path}: {e.strerror or e}")
+    is_cuda = path.suffix in (".cu", ".cuh")
+    options = SassOptions(
+        arch=choose_arch(args.arch, None if is_cuda else ptx_target(text)),
+        file_name=path.name,
+        ptxas_path=args.ptxas,
+        nvdisasm_path=args.nvdisasm,
+        nvcc_path=args.nvcc,
+        timeout=args.timeout if args.timeout > 0 else 60.0,
+    )
+    try:
+        if is_cuda:
+            report = await sass_for_cuda(text, options, file_path=str(path))
+        else:
+            report = await sass_for_ptx(text, options)
+    except (ToolNotFound, OSError) as e:
+        return _cannot_run(str(e))
+    return _print(report, args)
+
+
+def _print(report, args: argparse.Namespace) -> int:  # noqa: ANN001 - a SassReport
+    from ptxls.diagnostics.sass_view import render_markdown, render_text, to_json
+
+    fmt = chosen_format(args)
+    if not report.ok:
+        timed_out = any("did not finish" in e or "failed:" in e for e in report.errors)
+        if fmt == "json":
+            print(json.dumps(to_json(report), indent=2))
+        else:
+            print("\n".join(report.errors), file=sys.stderr)
+        return EXIT_CANNOT_RUN if timed_out else EXIT_PROBLEMS
+    kernel = None
+    if args.kernel:
+        entry = report.find(args.kernel)
+        if entry is None:
+            names = ", ".join(e.name for e in report.entries) or "none"
+            return _cannot_run(f"no function '{args.kernel}' in {report.file_name} (has: {names})")
+        kernel = entry.name
+    if fmt == "json":
+        print(json.dumps(to_json(report, kernel), indent=2))
+    elif fmt == "markdown":
+        print(render_markdown(report, kernel), end="")
+    else:
+        print(render_text(report, kernel), end="")
+    return EXIT_OK
+
+
+def _cannot_run(message: str) -> int:
+    print(f"ptxls sass: {message}", file=sys.stderr)
+    return EXIT_CANNOT_RUN
