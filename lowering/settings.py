@@ -11,55 +11,193 @@ message each, so a typo never stops lowering.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 STRATEGIES = ("direct", "plan")
-
-# LSP config key (under ptxls.llm) → dataclass field
-CONFIG_KEYS = {
-    "baseUrl": "base_url",
-    "model": "model",
-    "temperature": "temperature",
-    "seed": "seed",
-    "maxTokens": "max_tokens",
-    "timeout": "timeout_s",
-    "candidates": "candidates",
-    "rounds": "rounds",
-    "strategy": "strategy",
-    "retries": "retries",
-    "fewshot": "fewshot_count",
-    "arch": "arch",
-    "stream": "stream",
-    "reasoningEffort": "reasoning_effort",
-    "maxReplyChars": "max_reply_chars",
-    "budgetSeconds": "budget_s",
-    # the spellings of the VS Code extension's contributed settings
-    "maxRounds": "rounds",
-    "timeoutSeconds": "timeout_s",
-}
-
-# environment variable → dataclass field (the OpenAI SDK's own names where they exist)
-ENV_KEYS = {
-    "OPENAI_BASE_URL": "base_url",
-    "PTXLS_MODEL": "model",
-    "PTXLS_LLM_TEMPERATURE": "temperature",
-    "PTXLS_LLM_SEED": "seed",
-    "PTXLS_LLM_MAX_TOKENS": "max_tokens",
-    "PTXLS_LLM_TIMEOUT": "timeout_s",
-    "PTXLS_LLM_CANDIDATES": "candidates",
-    "PTXLS_LLM_ROUNDS": "rounds",
-    "PTXLS_LLM_STRATEGY": "strategy",
-    "PTXLS_LLM_RETRIES": "retries",
-    "PTXLS_LLM_RETRY_BACKOFF": "retry_backoff_s",
-    "PTXLS_LLM_STREAM": "stream",
-    "PTXLS_LLM_REASONING_EFFORT": "reasoning_effort",
-    "PTXLS_REASONING_EFFORT": "reasoning_effort",
-    "PTXLS_LLM_MAX_REPLY_CHARS": "max_reply_chars",
-    "PTXLS_LLM_BUDGET_SECONDS": "budget_s",
-}
 REASONING_EFFORTS = ("low", "medium", "high")
+
+
+@dataclass(frozen=True)
+class SettingSpec:
+    """One setting: its name, JSON type, default and bounds, the field it fills and the
+    environment variables read for it.
+
+    The one schema of the settings. The VS Code client's ``package.json`` must declare the same
+    name, type, default, enum and bounds (tests/test_settings_schema.py fails when it does not);
+    ``read_value`` enforces them here and in server/settings.py (``SERVER_SETTINGS``)."""
+
+    key: str | None  # camelCase key in its section ("maxRounds" under ptxls.llm); None: env only
+    attr: str | None  # the dataclass field it fills; None: read by the VS Code client only
+    type: str  # JSON type: "string" | "integer" | "number" | "boolean" | "array" | "object"
+    default: object  # as package.json declares it: "" for an unset string
+    minimum: float | None = None
+    maximum: float | None = None
+    enum: tuple[str, ...] = ()
+    pattern: str | None = None  # a non-empty string value must match it
+    nullable: bool = False  # null is a value of its own (seed: no seed)
+    aliases: tuple[str, ...] = ()  # more keys read for the same field (the CLI's, older ones)
+    env: tuple[str, ...] = ()  # environment variables read for it, in order
+    in_editor: bool = True  # declared in package.json; False: CLI, environment or internal only
+
+
+ARCH_PATTERN = r"^(|sm_[0-9]+[af]?)$"  # empty: chosen from the file's .target or the GPU
+
+# The ptxls.llm section. Bounds: a round count of 1000 or a 10 ms timeout is a typo, refused with
+# a message rather than left to run.
+LLM_SETTINGS = (
+    SettingSpec("baseUrl", "base_url", "string", "", env=("OPENAI_BASE_URL",)),
+    SettingSpec("model", "model", "string", "", env=("PTXLS_MODEL",)),
+    SettingSpec(
+        "temperature", "temperature", "number", 0.1, minimum=0, maximum=2,
+        env=("PTXLS_LLM_TEMPERATURE",),
+    ),
+    SettingSpec("seed", "seed", "integer", 1234, nullable=True, env=("PTXLS_LLM_SEED",)),
+    SettingSpec(
+        "maxTokens", "max_tokens", "integer", 8192, minimum=256, env=("PTXLS_LLM_MAX_TOKENS",)
+    ),
+    SettingSpec(
+        "timeoutSeconds", "timeout_s", "number", 90, minimum=1, maximum=3600,
+        aliases=("timeout",), env=("PTXLS_LLM_TIMEOUT",),
+    ),
+    SettingSpec(
+        "candidates", "candidates", "integer", 2, minimum=1, maximum=16,
+        env=("PTXLS_LLM_CANDIDATES",),
+    ),
+    SettingSpec(
+        "maxRounds", "rounds", "integer", 5, minimum=1, maximum=50,
+        aliases=("rounds",), env=("PTXLS_LLM_ROUNDS",),
+    ),
+    SettingSpec(
+        "strategy", "strategy", "string", "direct", enum=STRATEGIES, env=("PTXLS_LLM_STRATEGY",)
+    ),
+    SettingSpec(
+        "retries", "retries", "integer", 4, minimum=0, maximum=10, env=("PTXLS_LLM_RETRIES",)
+    ),
+    SettingSpec(
+        None, "retry_backoff_s", "number", 1.0, minimum=0, maximum=60,
+        env=("PTXLS_LLM_RETRY_BACKOFF",), in_editor=False,
+    ),
+    SettingSpec("fewshot", "fewshot_count", "integer", 2, minimum=0, maximum=8),
+    # filled by the server from ptxls.arch and by the CLI from --arch
+    SettingSpec("arch", "arch", "string", "sm_90", pattern=ARCH_PATTERN, in_editor=False),
+    SettingSpec("stream", "stream", "boolean", True, env=("PTXLS_LLM_STREAM",)),
+    SettingSpec(
+        "reasoningEffort", "reasoning_effort", "string", "", enum=("", *REASONING_EFFORTS),
+        env=("PTXLS_LLM_REASONING_EFFORT", "PTXLS_REASONING_EFFORT"),
+    ),
+    SettingSpec(
+        "maxReplyChars", "max_reply_chars", "integer", 400_000, minimum=1000,
+        env=("PTXLS_LLM_MAX_REPLY_CHARS",),
+    ),
+    SettingSpec(
+        "budgetSeconds", "budget_s", "number", 600, minimum=0, env=("PTXLS_LLM_BUDGET_SECONDS",)
+    ),
+)  # fmt: skip
+
+# LSP config key (under ptxls.llm) → dataclass field, aliases included
+CONFIG_KEYS = {
+    key: spec.attr
+    for spec in LLM_SETTINGS
+    for key in ((spec.key,) if spec.key else ()) + spec.aliases
+}
+# environment variable → dataclass field (the OpenAI SDK's own names where they exist)
+ENV_KEYS = {var: spec.attr for spec in LLM_SETTINGS for var in spec.env}
+_SPEC_OF_FIELD = {spec.attr: spec for spec in LLM_SETTINGS}
+
+
+def read_value(spec: SettingSpec, value: object, default: object) -> object:
+    """``value`` as the field holds it, checked against the spec's type, enum, pattern and
+    bounds; ``default`` for an empty string. ValueError/TypeError say what is wrong."""
+    if value is None:
+        if spec.nullable:
+            return None
+        raise TypeError(f"expected {_type_words(spec)}, got null")
+    if spec.type == "string":
+        return _read_string(spec, value, default)
+    if spec.type == "boolean":
+        if not isinstance(value, bool):
+            raise TypeError(f"expected true or false, got {type(value).__name__}")
+        return value
+    if spec.type in ("integer", "number"):
+        return _read_number(spec, value)
+    if spec.type == "object":
+        if not isinstance(value, dict):
+            raise TypeError(f"expected an object, got {type(value).__name__}")
+        return dict(value)
+    if spec.type == "array":
+        if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise TypeError("expected a list of strings")
+        return list(value)
+    raise TypeError(f"setting type {spec.type} is not known")
+
+
+def _read_string(spec: SettingSpec, value: object, default: object) -> object:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    v = value.strip().lower() if spec.enum else value.strip()
+    if spec.enum and v not in spec.enum:
+        raise ValueError(f"must be one of {', '.join(repr(e) for e in spec.enum)}")
+    if spec.pattern and not re.match(spec.pattern, v):
+        raise ValueError(f"must match {spec.pattern}")
+    return v or default
+
+
+def _read_number(spec: SettingSpec, value: object) -> int | float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"expected {_type_words(spec)}, got {type(value).__name__}")
+    if spec.type == "integer":
+        if isinstance(value, float) and not value.is_integer():
+            raise TypeError(f"expected a whole number, got {value!r}")
+        v: int | float = int(value) if math.isfinite(value) else value
+    else:
+        v = float(value)
+    low = -math.inf if spec.minimum is None else spec.minimum
+    high = math.inf if spec.maximum is None else spec.maximum
+    # NaN compares false both ways, so it is out of every range
+    if not (math.isfinite(v) and low <= v <= high):
+        raise ValueError(f"out of range {_bounds_words(spec)}")
+    return v
+
+
+def read_text(spec: SettingSpec, text: str, default: object) -> object:
+    """An environment variable's text as the field holds it (the environment has only text)."""
+    t = text.strip()
+    if spec.nullable and t.lower() in ("", "none", "null"):
+        return None
+    if spec.type == "boolean":
+        return t.lower() not in ("0", "false", "no", "off")
+    if spec.type in ("integer", "number"):
+        try:
+            number = int(t) if spec.type == "integer" else float(t)
+        except ValueError:
+            raise ValueError(f"expected {_type_words(spec)}") from None
+        return read_value(spec, number, default)
+    if spec.enum and "" in spec.enum and t.lower() in ("none", "default"):
+        t = ""
+    return read_value(spec, t, default)
+
+
+def _type_words(spec: SettingSpec) -> str:
+    words = {"integer": "a whole number", "number": "a number"}.get(spec.type, spec.type)
+    return f"{words} or null" if spec.nullable else words
+
+
+def _bounds_words(spec: SettingSpec) -> str:
+    if spec.minimum is not None and spec.maximum is not None:
+        return f"{spec.minimum:g}–{spec.maximum:g}"
+    if spec.minimum is not None:
+        return f"at least {spec.minimum:g}"
+    return f"at most {spec.maximum:g}"
+
+
+def short_repr(value: object, limit: int = 80) -> str:
+    """repr for a message: a megabyte string in a settings file is not echoed whole."""
+    r = repr(value)
+    return r if len(r) <= limit else r[: limit - 3] + "..."
 
 
 @dataclass
@@ -129,71 +267,33 @@ class LlmSettings:
         return d
 
 
-def _coerce(name: str, value: object) -> object:
-    """Convert a config/env value to the field's type; raise ValueError when it cannot be."""
-    default = getattr(LlmSettings, name, None)
-    if name == "reasoning_effort":
-        v = "" if value is None else str(value).strip().lower()
-        if v in ("", "none", "default"):
-            return None
-        if v not in REASONING_EFFORTS:
-            raise ValueError(f"must be one of {', '.join(REASONING_EFFORTS)} or empty")
-        return v
-    if name in ("base_url", "model", "arch"):
-        if value is None or value == "":
-            return None if name != "arch" else "sm_90"
-        return str(value).strip()
-    if name == "seed":
-        if value is None or value == "" or (isinstance(value, str) and value.lower() == "none"):
-            return None
-        return int(value)
-    if name == "strategy":
-        v = str(value).strip().lower()
-        if v not in STRATEGIES:
-            raise ValueError(f"must be one of {', '.join(STRATEGIES)}")
-        return v
-    if name == "stream":
-        if isinstance(value, str):
-            return value.strip().lower() not in ("0", "false", "no", "off")
-        return bool(value)
-    if isinstance(default, bool):
-        return bool(value)
-    if isinstance(default, int):
-        v = int(value)
-        low = {"candidates": 1, "rounds": 1, "max_tokens": 1, "max_reply_chars": 1000}.get(name, 0)
-        if v < low:
-            raise ValueError(f"must be at least {low}")
-        return v
-    if isinstance(default, float):
-        v = float(value)
-        if v < 0:
-            raise ValueError("must not be negative")
-        if name == "temperature" and v > 2:
-            raise ValueError("must be between 0 and 2")
-        return v
-    return value
-
-
-def _apply(
-    s: LlmSettings, values: Mapping[str, object], names: Mapping[str, str], where: str
-) -> list[str]:
+def _apply(s: LlmSettings, values: Mapping[str, object], env: bool, where: str) -> list[str]:
+    """Set the fields ``values`` names (environment variables or config keys); one message per
+    value that is refused, which leaves the field as it was."""
     problems = []
-    for key, name in names.items():
-        if key not in values or values[key] is None:
+    for key, name in (ENV_KEYS if env else CONFIG_KEYS).items():
+        spec, default = _SPEC_OF_FIELD[name], getattr(LlmSettings, name)
+        # null leaves the default, except where null means something (seed: none sent)
+        if key not in values or (values[key] is None and not spec.nullable):
             continue
         try:
-            setattr(s, name, _coerce(name, values[key]))
+            if env:
+                value = read_text(spec, values[key], default)
+            else:
+                value = read_value(spec, values[key], default)
         except (TypeError, ValueError) as e:
             problems.append(
-                f"{where} {key}={values[key]!r} ignored ({e}); using {getattr(s, name)!r}"
+                f"{where}{key}={short_repr(values[key])} ignored ({e}); using {getattr(s, name)!r}"
             )
+            continue
+        setattr(s, name, value)
     return problems
 
 
 def from_env(env: Mapping[str, str] | None = None) -> tuple[LlmSettings, list[str]]:
     env = os.environ if env is None else env
     s = LlmSettings(api_key=env.get("OPENAI_API_KEY") or None)
-    problems = _apply(s, env, ENV_KEYS, "environment")
+    problems = _apply(s, env, True, "environment ")
     return s, problems
 
 
@@ -209,5 +309,5 @@ def from_config(
                 "ptxls.llm.apiKey ignored: the key is read from OPENAI_API_KEY in the server's "
                 "environment only, so it never travels in settings or LSP traces"
             )
-        problems += _apply(s, config, CONFIG_KEYS, "setting ptxls.llm.")
+        problems += _apply(s, config, False, "setting ptxls.llm.")
     return s, problems

@@ -1,15 +1,28 @@
 """Typed settings of the ``ptxls`` configuration section.
 
 Clients send camelCase keys (``ptxls.debounceMs``); unknown keys are ignored and a value of
-the wrong type falls back to its default with one message, so a typo never breaks the server.
+the wrong type or out of its bounds falls back to its default with one message, so a typo (or a
+cloned repository's own settings file) never breaks the server.
+
+``SCHEMA`` is every setting of the section, with ``lowering.settings.SettingSpec`` rows: the
+editor's settings here (``SERVER_SETTINGS``), the client's own (``CLIENT_SETTINGS``, read by the
+VS Code extension only) and the ``ptxls.llm`` section (``lowering.settings.LLM_SETTINGS``).
+vscode-client/package.json declares the same names, types, defaults, enums and bounds;
+tests/test_settings_schema.py fails when they drift apart.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from dataclasses import dataclass, field
-from typing import Any
+
+from ptxls.lowering.settings import (
+    ARCH_PATTERN,
+    LLM_SETTINGS,
+    SettingSpec,
+    from_config,
+    read_value,
+    short_repr,
+)
 
 
 @dataclass
@@ -26,82 +39,54 @@ class Settings:
     llm: dict = field(default_factory=dict)
 
 
-def _snake(key: str) -> str:
-    out = []
-    for ch in key:
-        if ch.isupper():
-            out.append("_" + ch.lower())
-        else:
-            out.append(ch)
-    return "".join(out)
+# Bounds: a value of the right type can still be absurd. A ptxas timeout of 1e308 or NaN never
+# fires (a hung ptxas runs until the next edit); -1 times every run out at once (no diagnostics).
+SERVER_SETTINGS = (
+    SettingSpec("ptxasPath", "ptxas_path", "string", ""),
+    SettingSpec("nvccPath", "nvcc_path", "string", ""),
+    SettingSpec("arch", "arch", "string", "", pattern=ARCH_PATTERN),
+    SettingSpec("debounceMs", "debounce_ms", "integer", 150, minimum=0, maximum=5000),
+    SettingSpec(
+        "saveOnlyAboveBytes", "save_only_above_bytes", "integer", 400_000,
+        minimum=0, maximum=1 << 40,
+    ),
+    SettingSpec(
+        "ptxasTimeoutSeconds", "ptxas_timeout_seconds", "number", 60, minimum=1, maximum=3600
+    ),
+    SettingSpec("maxProblems", "max_problems", "integer", 500, minimum=1, maximum=100_000),
+    SettingSpec("llm", "llm", "object", {}, in_editor=False),  # its keys: LLM_SETTINGS
+)  # fmt: skip
 
+# Read by the VS Code client to start the server or log its messages; the server never sees them.
+CLIENT_SETTINGS = (
+    SettingSpec("server.pythonPath", None, "string", ""),
+    SettingSpec("server.command", None, "array", []),
+    SettingSpec("trace.server", None, "string", "off", enum=("off", "messages", "verbose")),
+)
 
-def _coerce(value: Any, default: Any, annotation: str) -> Any:
-    if value is None:
-        return None if "None" in annotation else default
-    if annotation == "dict":
-        if isinstance(value, dict):
-            return dict(value)
-        raise TypeError(f"expected an object, got {type(value).__name__}")
-    if "float" in annotation and isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    if "int" in annotation and isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if "str" in annotation and isinstance(value, str):
-        return value or (None if "None" in annotation else default)
-    raise TypeError(f"expected {annotation}, got {type(value).__name__}")
-
-
-def _fill(cls, raw: dict, problems: list[str], prefix: str):
-    obj = cls()
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    for key, value in (raw or {}).items():
-        name = _snake(key)
-        if name not in fields:
-            continue
-        f = fields[name]
-        if dataclasses.is_dataclass(getattr(obj, name)):
-            if isinstance(value, dict):
-                setattr(
-                    obj, name, _fill(type(getattr(obj, name)), value, problems, f"{prefix}{key}.")
-                )
-            continue
-        try:
-            setattr(obj, name, _coerce(value, getattr(obj, name), str(f.type)))
-        except TypeError as e:
-            problems.append(f"setting {prefix}{key}: {e}; using the default {getattr(obj, name)!r}")
-    return obj
+SCHEMA: dict[str, SettingSpec] = {
+    **{f"ptxls.{s.key}": s for s in CLIENT_SETTINGS + SERVER_SETTINGS},
+    **{f"ptxls.llm.{s.key}": s for s in LLM_SETTINGS if s.key},
+}
 
 
 def settings_from_dict(raw: dict | None) -> tuple[Settings, list[str]]:
     """Settings from the client's ``ptxls`` section, and a message per ignored value."""
-    problems: list[str] = []
     if raw is not None and not isinstance(raw, dict):
         return Settings(), [f"the ptxls settings should be an object, got {type(raw).__name__}"]
-    settings = _fill(Settings, raw or {}, problems, "ptxls.")
+    settings, problems = Settings(), []
+    for spec in SERVER_SETTINGS:
+        if (raw or {}).get(spec.key) is None:  # not sent, or null: the default
+            continue
+        value, default = raw[spec.key], getattr(settings, spec.attr)
+        try:
+            setattr(settings, spec.attr, read_value(spec, value, default))
+        except (TypeError, ValueError) as e:
+            problems.append(
+                f"setting ptxls.{spec.key}={short_repr(value)} ignored ({e}); "
+                f"using the default {default!r}"
+            )
     if settings.llm:
-        from ptxls.lowering.settings import from_config
-
         _, llm_problems = from_config(settings.llm)
         problems += llm_problems
-    # A value of the right type can still be absurd, and settings may come from a cloned
-    # repository's own settings file: a ptxas timeout of 1e308 or NaN never fires (a hung
-    # ptxas runs until the next edit), -1 times every run out at once (no diagnostics at all).
-    defaults = Settings()
-    for name, key, low, high in _RANGES:
-        value = getattr(settings, name)
-        if not (isinstance(value, int | float) and math.isfinite(value) and low <= value <= high):
-            default = getattr(defaults, name)
-            problems.append(
-                f"setting ptxls.{key}={value!r} is out of range {low}–{high}; using {default}"
-            )
-            setattr(settings, name, default)
     return settings, problems
-
-
-_RANGES = (
-    ("debounce_ms", "debounceMs", 0, 10_000),
-    ("ptxas_timeout_seconds", "ptxasTimeoutSeconds", 1, 3600),
-    ("max_problems", "maxProblems", 1, 100_000),
-    ("save_only_above_bytes", "saveOnlyAboveBytes", 0, 1 << 40),
-)
