@@ -43,7 +43,6 @@ import warnings
 import numpy as np
 
 MAX_TEXT = 20_000  # characters in one reference
-MAX_ELEMENTS = 1 << 27  # per array result: 128 Mi float64 = 1 GiB
 MAX_MATMUL_FLOPS = 1 << 37  # ~137 G multiply-adds (a 4096³ GEMM is 69 G): seconds, not hours
 MAX_INT_BITS = 128
 MAX_STRING = 32
@@ -63,6 +62,20 @@ def _memory_budget() -> int:
 
 
 MAX_MEMORY_GROWTH = _memory_budget()
+
+
+def _element_limit(budget: int) -> int:
+    """Elements in one array result, checked before numpy allocates it: a quarter of the memory
+    budget in float64 (the type a reference computes in), between 2^27 (1 GiB) and 2^29
+    (4 GiB). The library's benchmarks need 2^28 floats (a sum of 1 GiB) and 2^29 bytes (a
+    histogram) with room for an intermediate of n + a row (bias + GELU): a machine with
+    128 GiB gets 2^29 (budget 16 GiB), one with 16 GiB 2^28, one with 8 GiB or less 2^27.
+    The budget still bounds what all arrays hold together."""
+    elements = max(1 << 27, min(1 << 29, budget // 4 // 8))
+    return 1 << (elements.bit_length() - 1)  # a power of two: the message reads 2^k
+
+
+MAX_ELEMENTS = _element_limit(MAX_MEMORY_GROWTH)
 
 # Strings a call may receive besides numeric type names ('float32', 'i4'): the option words of
 # the listed functions (np.pad's mode, sort's kind, order, indexing, ...). Anything else would be

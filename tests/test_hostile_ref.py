@@ -95,6 +95,29 @@ def test_huge_results_are_refused_fast(program):
     assert time.monotonic() - t0 < 2.0
 
 
+def test_the_array_limit_follows_the_memory_budget():
+    # a quarter of the budget in float64, as a power of two, between 2^27 and 2^29 elements:
+    # 128 GiB hosts (the H200 machine, budget 16 GiB) reference 2^28 floats and 2^29 bytes
+    assert numpy_ref._element_limit(16 << 30) == 1 << 29
+    assert numpy_ref._element_limit(11 << 30) == 1 << 28
+    assert numpy_ref._element_limit(8 << 30) == 1 << 28
+    assert numpy_ref._element_limit(4 << 30) == 1 << 27
+    assert numpy_ref._element_limit(2 << 30) == 1 << 27
+    assert numpy_ref._element_limit(1 << 40) == 1 << 29  # never past 4 GiB per array
+    assert numpy_ref._element_limit(numpy_ref.MAX_MEMORY_GROWTH) == numpy_ref.MAX_ELEMENTS
+
+
+def test_one_element_past_the_limit_is_refused_before_it_is_allocated(monkeypatch):
+    monkeypatch.setattr(numpy_ref, "MAX_ELEMENTS", 1 << 10)
+    assert numpy_ref.run("c = np.zeros(1024)", {})["c"].size == 1024
+    t0 = time.monotonic()
+    with pytest.raises(numpy_ref.RefError, match=r"an array of 1025 elements \(at most 1024\)"):
+        numpy_ref.run("c = np.zeros(1025)", {})
+    with pytest.raises(numpy_ref.RefError, match="at most 1024"):
+        numpy_ref.run("c = np.ones(33).reshape(-1, 1) * np.ones(32)", {})
+    assert time.monotonic() - t0 < 1.0
+
+
 def test_the_message_names_the_construct():
     with pytest.raises(numpy_ref.RefError, match=r"attribute access \(\.__"):
         numpy_ref.check(f"c = {ESCAPE}")
