@@ -10,27 +10,20 @@ import os
 import shutil
 
 import pytest
-import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from lsp_helpers import (
     EXAMPLES,
-    init_params,
     open_doc,
     replace_all,
-    server_config,
     wait_for_publish,
 )
 
 ENV = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
 
 
-@pytest_lsp.fixture(config=server_config(ENV))
-async def client(lsp_client: LanguageClient, tmp_path):
-    await lsp_client.initialize_session(init_params(tmp_path, {"debounceMs": 50}))
-    yield
-    await lsp_client.shutdown_session()
+pytestmark = pytest.mark.lsp(env=ENV, options={"debounceMs": 50})
 
 
 def _copy_examples(tmp_path):

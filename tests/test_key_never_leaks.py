@@ -13,13 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
-import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp import LanguageClient
 
 from ptxls.lowering.secrets import REDACTED, public_url, scrub
 
-from lsp_helpers import recording_client
 from scripted_llm import ROOT, ScriptedLLM, Step
 
 SECRET = "sk-proj-LEAKCHECK-0123456789abcdefghij"
@@ -164,7 +162,6 @@ def test_cli_lower_never_prints_or_writes_an_echoed_key(tmp_path, status):
 # ---- the server
 
 
-SERVER = [sys.executable, "-m", "ptxls.server", "serve", "-v"]  # verbose: pygls logs every message
 LLM = ScriptedLLM().start()
 ENV = {
     **os.environ,
@@ -182,24 +179,19 @@ def _stop_llm():
     LLM.stop()
 
 
-@pytest_lsp.fixture(
-    config=ClientServerConfig(
-        server_command=SERVER, client_factory=recording_client, server_env=ENV
+def _init(root: Path, options=None) -> types.InitializeParams:
+    return types.InitializeParams(
+        capabilities=types.ClientCapabilities(
+            workspace=types.WorkspaceClientCapabilities(configuration=False, apply_edit=True),
+            window=types.WindowClientCapabilities(work_done_progress=True),
+        ),
+        root_uri=root.as_uri(),
+        initialization_options={"ptxls": {"llm": {"candidates": 1, "maxRounds": 2}}},
     )
-)
-async def client(lsp_client: LanguageClient, tmp_path):
-    await lsp_client.initialize_session(
-        types.InitializeParams(
-            capabilities=types.ClientCapabilities(
-                workspace=types.WorkspaceClientCapabilities(configuration=False, apply_edit=True),
-                window=types.WindowClientCapabilities(work_done_progress=True),
-            ),
-            root_uri=tmp_path.as_uri(),
-            initialization_options={"ptxls": {"llm": {"candidates": 1, "maxRounds": 2}}},
-        )
-    )
-    yield
-    await lsp_client.shutdown_session()
+
+
+# verbose: pygls logs every message, so a key in any message would reach stderr
+pytestmark = pytest.mark.lsp(env=ENV, server_args=["-v"], init=_init)
 
 
 async def test_server_messages_results_progress_and_log_never_carry_an_echoed_key(

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from ptxls.fewshot.library import KERNELS_DIR
 from ptxls.fewshot.measured import load_measured
 
-from lsp_helpers import init_params, open_doc, server_config
+from lsp_helpers import open_doc
 
 HEADER = ".version 8.0\n.target sm_90\n.address_size 64\n\n"
 BODY = """.visible .entry mine(.param .u64 p)
@@ -20,13 +19,6 @@ BODY = """.visible .entry mine(.param .u64 p)
     ret;
 }
 """
-
-
-@pytest_lsp.fixture(config=server_config())
-async def client(lsp_client: LanguageClient, tmp_path):
-    await lsp_client.initialize_session(init_params(tmp_path))
-    yield
-    await lsp_client.shutdown_session()
 
 
 async def _complete(client, uri, line, character):

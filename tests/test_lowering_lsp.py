@@ -10,13 +10,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from ptxls.lowering.provenance import strip_header, untouched_since_generated
 
-from conftest import EXAMPLES, open_doc, server_config
+from conftest import EXAMPLES, open_doc
 from scripted_llm import BROKEN_VEC_ADD, GOOD_VEC_ADD, ScriptedLLM, Step, fenced
 
 SECRET = "sk-lsp-SECRET-abcdef0123456789"
@@ -76,7 +75,7 @@ def _apply_edits_on_disk(client: LanguageClient) -> list:
     return applied
 
 
-def _init(root: Path) -> types.InitializeParams:
+def _init(root: Path, options=None) -> types.InitializeParams:
     return types.InitializeParams(
         capabilities=types.ClientCapabilities(
             workspace=types.WorkspaceClientCapabilities(
@@ -93,12 +92,11 @@ def _init(root: Path) -> types.InitializeParams:
     )
 
 
-@pytest_lsp.fixture(config=server_config(ENV))
-async def client(lsp_client: LanguageClient, tmp_path):
-    lsp_client.applied = _apply_edits_on_disk(lsp_client)
-    await lsp_client.initialize_session(_init(tmp_path))
-    yield
-    await lsp_client.shutdown_session()
+def _editor(client: LanguageClient) -> None:
+    client.applied = _apply_edits_on_disk(client)
+
+
+pytestmark = pytest.mark.lsp(env=ENV, init=_init, on_start=_editor)
 
 
 async def _actions(client: LanguageClient, uri: str, line: int) -> dict[str, types.CodeAction]:
@@ -210,28 +208,21 @@ async def test_other_code_actions_are_offered_where_they_apply(client: LanguageC
     assert await _actions(client, req.as_uri(), 1) == {}
 
 
-@pytest_lsp.fixture(config=server_config(NO_LLM_ENV))
-async def offline_client(lsp_client: LanguageClient, tmp_path):
-    lsp_client.applied = _apply_edits_on_disk(lsp_client)
-    await lsp_client.initialize_session(_init(tmp_path))
-    yield
-    await lsp_client.shutdown_session()
-
-
+@pytest.mark.lsp(env=NO_LLM_ENV)
 async def test_without_endpoint_llm_action_explains_and_nvcc_still_works(
-    offline_client: LanguageClient, tmp_path
+    client: LanguageClient, tmp_path
 ):
     cu = tmp_path / "vec_add.cu"
     shutil.copy(EXAMPLES / "vec_add.cu", cu)
-    open_doc(offline_client, cu.as_uri(), cu.read_text(), language="cuda")
-    actions = await _actions(offline_client, cu.as_uri(), 3)
-    result = await _run(offline_client, actions["Lower to PTX with LLM (vec_add)"])
+    open_doc(client, cu.as_uri(), cu.read_text(), language="cuda")
+    actions = await _actions(client, cu.as_uri(), 3)
+    result = await _run(client, actions["Lower to PTX with LLM (vec_add)"])
     assert (
         not result["ok"]
         and "OPENAI_BASE_URL" in result["summary"]
         and "PTXLS_MODEL" in result["summary"]
     )
-    assert any("OPENAI_BASE_URL" in m.message for m in offline_client.messages)
+    assert any("OPENAI_BASE_URL" in m.message for m in client.messages)
     assert not (tmp_path / "vec_add.ptx").exists()
-    result = await _run(offline_client, actions["Lower to PTX with nvcc (reference) (vec_add)"])
+    result = await _run(client, actions["Lower to PTX with nvcc (reference) (vec_add)"])
     assert result["ok"] and (tmp_path / "vec_add.ptx").exists()

@@ -13,11 +13,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
-import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from conftest import EXAMPLES, open_doc, server_config
+from conftest import EXAMPLES, open_doc
 from scripted_llm import BROKEN_VEC_ADD, GOOD_VEC_ADD, ScriptedLLM, Step, fenced
 
 LLM = ScriptedLLM().start()
@@ -81,22 +80,14 @@ def _record_edits(client: LanguageClient) -> list:
     return applied
 
 
-@pytest_lsp.fixture(config=server_config(ENV))
-async def planner(lsp_client: LanguageClient, tmp_path):
-    lsp_client.applied = _record_edits(lsp_client)
-    await lsp_client.initialize_session(
-        _init(tmp_path, {"candidates": 1, "maxRounds": 3, "strategy": "plan"})
-    )
-    yield
-    await lsp_client.shutdown_session()
+def _editor(client: LanguageClient) -> None:
+    client.applied = _record_edits(client)
 
 
-@pytest_lsp.fixture(config=server_config(ENV))
-async def client(lsp_client: LanguageClient, tmp_path):
-    lsp_client.applied = _record_edits(lsp_client)
-    await lsp_client.initialize_session(_init(tmp_path, {"candidates": 1, "maxRounds": 5}))
-    yield
-    await lsp_client.shutdown_session()
+# options: the ptxls.llm section (_init puts it under "llm")
+pytestmark = pytest.mark.lsp(
+    env=ENV, init=_init, on_start=_editor, options={"candidates": 1, "maxRounds": 5}
+)
 
 
 async def _actions(client, uri: str, line: int) -> dict[str, types.CodeAction]:
@@ -135,37 +126,38 @@ def _copy_vec_add(root: Path) -> Path:
     return cu
 
 
+@pytest.mark.lsp(options={"candidates": 1, "maxRounds": 3, "strategy": "plan"})
 async def test_plan_opens_as_a_document_then_lowers_with_the_edited_plan(
-    planner: LanguageClient, tmp_path
+    client: LanguageClient, tmp_path
 ):
     cu = _copy_vec_add(tmp_path)
-    open_doc(planner, cu.as_uri(), cu.read_text(), language="cuda")
-    actions = await _actions(planner, cu.as_uri(), 3)
+    open_doc(client, cu.as_uri(), cu.read_text(), language="cuda")
+    actions = await _actions(client, cu.as_uri(), 3)
     action = actions["Plan, then lower to PTX with LLM (vec_add)"]
     LLM.set_script([Step("1. index i = ctaid.x*ntid.x+tid.x\n2. if i<n: c[i]=a[i]+b[i]")])
     before = len(LLM.chat_requests)
-    result = await _execute(planner, action.command)
+    result = await _execute(client, action.command)
     assert result["ok"] and result["status"] == "plan", result
     plan_file = tmp_path / ".ptxls" / "plans" / "vec_add-vec_add.plan.md"
     assert result["uri"] == plan_file.as_uri() and plan_file.exists()
     assert not (tmp_path / "vec_add.ptx").exists()  # no PTX before the person accepts
     assert len(LLM.chat_requests) == before + 1
     for _ in range(100):
-        if planner.shown_documents:
+        if client.shown_documents:
             break
         await asyncio.sleep(0.02)
-    assert [d.uri for d in planner.shown_documents] == [plan_file.as_uri()]
+    assert [d.uri for d in client.shown_documents] == [plan_file.as_uri()]
 
     # the person edits the plan (in the open document) and accepts it from its code lens
     edited = plan_file.read_text().replace("2. if i<n", "2. EDITED if i<n")
-    open_doc(planner, plan_file.as_uri(), edited, language="markdown")
-    lenses = await _lenses(planner, plan_file.as_uri())
+    open_doc(client, plan_file.as_uri(), edited, language="markdown")
+    lenses = await _lenses(client, plan_file.as_uri())
     assert [lens.command.title for lens in lenses] == ["Lower with this plan"]
     # the kernel in the source has the same lens
-    src_lenses = await _lenses(planner, cu.as_uri())
+    src_lenses = await _lenses(client, cu.as_uri())
     assert any(lens.command.title.startswith("Lower with this plan") for lens in src_lenses)
     LLM.set_script([Step(fenced(GOOD_VEC_ADD))])
-    result = await _execute(planner, lenses[0].command)
+    result = await _execute(client, lenses[0].command)
     assert result["ok"], result
     sent = LLM.chat_requests[-1].body["messages"][-1]["content"]
     assert "2. EDITED if i<n" in sent

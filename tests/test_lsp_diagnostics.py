@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
@@ -13,19 +12,12 @@ from lsp_helpers import (
     BROKEN,
     EXAMPLES,
     FIXED,
-    init_params,
     open_doc,
     replace_all,
-    server_config,
     wait_for_publish,
 )
 
-
-@pytest_lsp.fixture(config=server_config())
-async def client(lsp_client: LanguageClient, tmp_path):
-    await lsp_client.initialize_session(init_params(tmp_path, {"debounceMs": 50}))
-    yield
-    await lsp_client.shutdown_session()
+pytestmark = pytest.mark.lsp(options={"debounceMs": 50})
 
 
 def _by_source(params, source):

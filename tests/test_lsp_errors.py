@@ -4,25 +4,15 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from lsp_helpers import (
     EXAMPLES,
-    init_params,
     open_doc,
     replace_all,
-    server_config,
     wait_for_publish,
 )
-
-
-@pytest_lsp.fixture(config=server_config())
-async def client(lsp_client: LanguageClient, tmp_path):
-    await lsp_client.initialize_session(init_params(tmp_path))
-    yield
-    await lsp_client.shutdown_session()
 
 
 async def test_handler_errors_are_logged_not_shown(client: LanguageClient, tmp_path):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import pytest_lsp
+import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from lsp_helpers import EXAMPLES, init_params, open_doc, server_config, wait_for_publish
+from lsp_helpers import EXAMPLES, open_doc, wait_for_publish
 
 TEXT = (EXAMPLES / "vec_add.ptx").read_text()
 LINES = TEXT.splitlines()
@@ -25,15 +25,13 @@ def where(needle: str, nth: int = 0, offset: int = 0) -> types.Position:
     raise AssertionError(needle)
 
 
-@pytest_lsp.fixture(config=server_config())
-async def client(lsp_client: LanguageClient, tmp_path):
-    await lsp_client.initialize_session(init_params(tmp_path))
+@pytest.fixture(autouse=True)
+async def _vec_add_open(client: LanguageClient, tmp_path):
+    """Every test here asks about examples/vec_add.ptx, open and checked once."""
     uri = (tmp_path / "vec_add.ptx").as_uri()
-    lsp_client.uri = uri
-    open_doc(lsp_client, uri, TEXT)
-    await wait_for_publish(lsp_client, uri)
-    yield
-    await lsp_client.shutdown_session()
+    client.uri = uri
+    open_doc(client, uri, TEXT)
+    await wait_for_publish(client, uri)
 
 
 def doc(client):

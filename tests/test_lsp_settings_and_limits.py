@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest_lsp
+import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
@@ -14,15 +14,10 @@ from lsp_helpers import (
     init_params,
     open_doc,
     replace_all,
-    server_config,
     wait_for_publish,
 )
 
-
-@pytest_lsp.fixture(config=server_config())
-async def client(lsp_client: LanguageClient, tmp_path):
-    yield
-    await lsp_client.shutdown_session()
+pytestmark = pytest.mark.lsp(initialize=False)  # each test starts with its own settings
 
 
 async def _start(client: LanguageClient, tmp_path, options: dict) -> None:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest_lsp
+import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from ptxls.diagnostics.lints import lint_ptx
 
-from lsp_helpers import init_params, open_doc, server_config
+from lsp_helpers import init_params, open_doc
 
 SOURCE = """// two kernels; only the asked one is shown
 __global__ void scale(float* x, float s, int n) {
@@ -24,20 +24,13 @@ __global__ void vec_add(const float* a, const float* b, float* c, int n) {
 """
 
 
-@pytest_lsp.fixture(config=server_config())
-async def client(lsp_client: LanguageClient, tmp_path):
-    await lsp_client.initialize_session(init_params(tmp_path))
-    yield
-    await lsp_client.shutdown_session()
-
-
-@pytest_lsp.fixture(config=server_config())
-async def plain_client(lsp_client: LanguageClient, tmp_path):
-    params = init_params(tmp_path)
+def _without_show_document(root, options) -> types.InitializeParams:
+    params = init_params(root, options)
     params.capabilities.window = types.WindowClientCapabilities()  # no showDocument support
-    await lsp_client.initialize_session(params)
-    yield
-    await lsp_client.shutdown_session()
+    return params
+
+
+WITHOUT_SHOW_DOCUMENT = pytest.mark.lsp(init=_without_show_document)
 
 
 async def test_show_ptx_maps_source_lines_and_keeps_one_kernel(client: LanguageClient, tmp_path):
@@ -71,23 +64,23 @@ async def test_show_ptx_unknown_kernel_is_a_clear_answer(client: LanguageClient,
     assert result["ok"] is False and "nope" in result["summary"]
 
 
-async def test_show_ptx_answers_a_client_without_show_document(
-    plain_client: LanguageClient, tmp_path
-):
+@WITHOUT_SHOW_DOCUMENT
+async def test_show_ptx_answers_a_client_without_show_document(client: LanguageClient, tmp_path):
     src = tmp_path / "two.cu"
     src.write_text(SOURCE)
     result = await asyncio.wait_for(
-        plain_client.workspace_execute_command_async(
+        client.workspace_execute_command_async(
             types.ExecuteCommandParams(command="ptxls.showPtx", arguments=[src.as_uri(), "scale"])
         ),
         60,
     )
     assert result["ok"] and result["uri"].endswith("/.ptxls/show/scale.show.ptx")
-    assert plain_client.shown_documents == []
+    assert client.shown_documents == []
 
 
+@WITHOUT_SHOW_DOCUMENT
 async def test_show_ptx_replaces_a_shipped_symlink_never_writes_through_it(
-    plain_client: LanguageClient, tmp_path, tmp_path_factory
+    client: LanguageClient, tmp_path, tmp_path_factory
 ):
     # a cloned repo ships .ptxls/show/scale.show.ptx as a link to a file outside it
     victim = tmp_path_factory.mktemp("outside") / "victim.txt"
@@ -97,7 +90,7 @@ async def test_show_ptx_replaces_a_shipped_symlink_never_writes_through_it(
     (show / "scale.show.ptx").symlink_to(victim)
     src = tmp_path / "two.cu"
     src.write_text(SOURCE)
-    result = await plain_client.workspace_execute_command_async(
+    result = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="ptxls.showPtx", arguments=[src.as_uri(), "scale"])
     )
     assert result["ok"], result
@@ -106,27 +99,29 @@ async def test_show_ptx_replaces_a_shipped_symlink_never_writes_through_it(
     assert not view.is_symlink() and view.read_text() == result["ptx"]
 
 
+@WITHOUT_SHOW_DOCUMENT
 async def test_show_ptx_folder_symlinked_out_of_the_workspace_is_refused(
-    plain_client: LanguageClient, tmp_path, tmp_path_factory
+    client: LanguageClient, tmp_path, tmp_path_factory
 ):
     outside = tmp_path_factory.mktemp("outside")
     (tmp_path / ".ptxls").symlink_to(outside, target_is_directory=True)
     src = tmp_path / "two.cu"
     src.write_text(SOURCE)
-    result = await plain_client.workspace_execute_command_async(
+    result = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="ptxls.showPtx", arguments=[src.as_uri(), "scale"])
     )
     assert result["ok"] and "not written" in result["summary"] and "outside" in result["summary"]
     assert "uri" not in result and list(outside.rglob("*")) == []
 
 
+@WITHOUT_SHOW_DOCUMENT
 async def test_show_ptx_of_a_source_outside_the_workspace_writes_nothing(
-    plain_client: LanguageClient, tmp_path_factory
+    client: LanguageClient, tmp_path_factory
 ):
     elsewhere = tmp_path_factory.mktemp("elsewhere")
     src = elsewhere / "two.cu"
     src.write_text(SOURCE)
-    result = await plain_client.workspace_execute_command_async(
+    result = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="ptxls.showPtx", arguments=[src.as_uri(), "scale"])
     )
     assert result["ok"] and result.get("untitled") and ".entry" in result["ptx"]

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import stat
 from pathlib import Path
 
-import pytest_lsp
+import pytest
 from pytest_lsp import LanguageClient
 
 from lsp_helpers import (
@@ -16,7 +15,6 @@ from lsp_helpers import (
     init_params,
     open_doc,
     replace_all,
-    server_config,
     wait_for_publish,
 )
 
@@ -36,11 +34,7 @@ def fake_ptxas(tmp_path, body: str):
     return path
 
 
-@pytest_lsp.fixture(config=server_config())
-async def client(lsp_client: LanguageClient):
-    yield
-    with contextlib.suppress(RuntimeError):  # a test may have shut the server down itself
-        await lsp_client.shutdown_session()
+pytestmark = pytest.mark.lsp(initialize=False)  # each test starts with its own fake ptxas
 
 
 async def test_hanging_ptxas_is_killed_at_the_timeout(client: LanguageClient, tmp_path):

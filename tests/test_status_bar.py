@@ -7,20 +7,16 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-import pytest_lsp
 from pytest_lsp import LanguageClient
 
 from ptxls.toolchain.discovery import ToolNotFound, find_ptxas
 
-from lsp_helpers import BROKEN, init_params, open_doc, replace_all, server_config
+from lsp_helpers import BROKEN, init_params, open_doc, replace_all
 
 SM80 = BROKEN.replace(".target sm_90", ".target sm_80")
 
 
-@pytest_lsp.fixture(config=server_config())
-async def client(lsp_client: LanguageClient, tmp_path):
-    yield
-    await lsp_client.shutdown_session()
+pytestmark = pytest.mark.lsp(initialize=False)  # each test starts with its own settings
 
 
 async def _next(client: LanguageClient, method: str, predicate, timeout: float = 30.0):
