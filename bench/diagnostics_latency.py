@@ -28,7 +28,7 @@ from pathlib import Path
 from lsprotocol import types
 from pytest_lsp.client import make_test_lsp_client
 
-from ptxls.diagnostics.ptx_parse import parse_ptx
+from ptxls.frontend.ptx import parse_ptx
 from ptxls.toolchain.arch import choose_arch
 from ptxls.toolchain.discovery import cuda_include_dirs, find_nvcc, find_ptxas
 

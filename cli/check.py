@@ -69,7 +69,7 @@ async def run_check(
 ) -> int:
     """Exit 0 clean, 1 errors in a file, 2 could not check (unreadable file, no ptxas, a tool
     that ran past --timeout, an --arch the file's .target rules out)."""
-    from ptxls.diagnostics.ptx_parse import scan_header
+    from ptxls.frontend.ptx import scan_header
 
     out = out or sys.stdout
     worst = EXIT_OK
@@ -117,9 +117,9 @@ async def run_usage(
     """``ptxls usage``: what ptxas -v says per function, and the occupancy it implies.
     Exit 0, 1 when ptxas finds errors in the file (printed like ``ptxls check``), 2 when it
     cannot run (no ptxas, unreadable file, --timeout, an --arch the .target rules out)."""
-    from ptxls.diagnostics.ptx_parse import scan_header
     from ptxls.diagnostics.ptxas_output import parse_ptxas_output, place_messages
     from ptxls.diagnostics.resources import format_usage_markdown, usage_report
+    from ptxls.frontend.ptx import scan_header
     from ptxls.toolchain.discovery import ToolNotFound
 
     out = out or sys.stdout

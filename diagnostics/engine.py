@@ -11,6 +11,7 @@ import re
 from collections.abc import Awaitable
 from dataclasses import dataclass
 
+from ptxls.frontend.ptx import PtxModule, parse_ptx, scan_header
 from ptxls.toolchain.arch import choose_arch
 from ptxls.toolchain.discovery import Tool, ToolNotFound, find_ptxas
 from ptxls.toolchain.ptxas import run_ptxas
@@ -18,7 +19,6 @@ from ptxls.toolchain.ptxas import run_ptxas
 from .isa_lints import lint_availability
 from .lints import lint_ptx
 from .model import CheckResult, Problem, Severity
-from .ptx_parse import PtxModule, parse_ptx, scan_header
 from .ptxas_output import parse_ptxas_output, place_messages
 from .resources import block_size_hints_of, parse_ptxas_verbose
 

@@ -14,9 +14,10 @@ import bisect
 import functools
 import re
 
+from ptxls.frontend.ptx import PtxModule, blank_comments, parse_ptx
+
 from . import isa
 from .model import Problem, Severity
-from .ptx_parse import PtxModule, blank_comments, parse_ptx
 
 SOURCE = "ptxls"
 

@@ -10,26 +10,11 @@ from __future__ import annotations
 
 import re
 
+from ptxls.frontend.ptx import PtxFunction, PtxModule, is_special_register, parse_ptx
+
 from .model import Problem, Severity
-from .ptx_parse import PtxFunction, PtxModule, parse_ptx
 
 SOURCE = "ptxls"
-
-# Special registers of the PTX ISA (chapter "Special Registers"); matched by name prefix so
-# numbered and suffixed forms (%envreg3, %lanemask_lt, %cluster_ctaid) are covered.
-_SPECIAL = re.compile(
-    r"^%(tid|ntid|laneid|warpid|nwarpid|ctaid|nctaid|smid|nsmid|gridid|is_explicit_cluster|"
-    r"clusterid|nclusterid|cluster_ctaid|cluster_nctaid|cluster_ctarank|cluster_nctarank|"
-    r"lanemask_(eq|le|lt|ge|gt)|clock|clock_hi|clock64|pm[0-7]|pm[0-7]_64|envreg\d+|"
-    r"globaltimer|globaltimer_lo|globaltimer_hi|reserved_smem_offset_\w+|total_smem_size|"
-    r"aggr_smem_size|dynamic_smem_size|current_graph_exec|warpsz|WARP_SZ)$"
-)
-
-
-def is_special_register(name: str) -> bool:
-    """%tid, %ctaid, %laneid, %clock64, %envreg3 … — predeclared by the ISA."""
-    return bool(_SPECIAL.match(name))
-
 
 def _problem(span, message: str, severity: Severity = Severity.ERROR, code: str = "") -> Problem:
     return Problem(
@@ -105,7 +90,7 @@ def _undeclared_registers(
         prefix = reg.rstrip("0123456789")
         if prefix != reg and int(reg[len(prefix) :]) < limit.get(prefix, 0):
             continue
-        if _SPECIAL.match(reg):
+        if is_special_register(reg):
             continue
         key = (reg, use.span.start.line)
         if key in reported:

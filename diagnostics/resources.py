@@ -25,10 +25,9 @@ import asyncio
 import re
 from dataclasses import dataclass, field
 
+from ptxls.frontend.ptx import parse_ptx, scan_header
 from ptxls.toolchain.discovery import find_ptxas
 from ptxls.toolchain.ptxas import run_ptxas
-
-from .ptx_parse import parse_ptx, scan_header
 
 DEFAULT_BLOCK_SIZE = 256
 WARP = 32

@@ -14,12 +14,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ptxls.frontend.ptx import ptx_target, ptx_version
+
 from . import build
 from .cuda_source import find_kernels
 from .launch import launch_dims, scalar_env
 from .library_spec import library_resolution, spec_json_beside
 from .pairing import SpecResolution, infer_spec_from_cuda, spec_for_ptx
-from .ptx_source import ptx_target, ptx_version
 from .report import (
     BUILD_ERROR,
     ERROR,
@@ -71,7 +72,7 @@ async def gpu_available(supervisor: Supervisor | None = None) -> tuple[bool, str
 def kernels_in(text: str, language: str) -> list[tuple[str, int, int]]:
     """(name, line, col) of every kernel: .entry in PTX, __global__ in CUDA."""
     if language == "ptx":
-        from .ptx_source import find_entries
+        from ptxls.frontend.ptx import find_entries
 
         return [(e.name, e.line, e.col) for e in find_entries(text)]
     return [(k.name, k.line, k.col) for k in find_kernels(text)]

@@ -17,9 +17,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ptxls.frontend.ptx import find_entries
+
 from .api import run_gpu_test, spec_for_ptx
 from .library_spec import library_resolution, spec_json_beside
-from .ptx_source import find_entries
 
 LIBRARY = Path(__file__).resolve().parent.parent / "fewshot" / "kernels"
 BENCH_TIMEOUT_S = 90.0  # per harness step (one size: inputs, reference, launches, checks)

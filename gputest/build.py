@@ -17,10 +17,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ptxls.frontend.ptx import ptx_version
 from ptxls.toolchain.discovery import ToolNotFound, cuda_include_dirs, find_nvcc, find_ptxas
 from ptxls.toolchain.process import run_killable
-
-from .ptx_source import ptx_version
 
 BUILD_TIMEOUT_S = 120.0
 

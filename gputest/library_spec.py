@@ -10,9 +10,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from ptxls.frontend.ptx import find_entries
+
 from . import annotations
 from .pairing import SpecResolution, abi_problems
-from .ptx_source import find_entries
 from .spec import SpecProblem, spec_from_json, validate
 
 SPEC_FILE = "spec.json"

@@ -23,10 +23,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import sys
 import traceback
 from pathlib import Path
+
+from ptxls.frontend.ptx import module_globals
 
 _proto = sys.stdout  # replaced in main() by a private copy of fd 1
 
@@ -145,20 +146,6 @@ class Worker:
         load["notes"] = notes
         load["error"] = "; ".join(notes) or "no cubin and no PTX to load"
         return None, load
-
-
-_GLOBAL_DECL = re.compile(
-    r"^\s*(?:\.(?:visible|weak|common)\s+)*\.global\s+(?:\.(?:align\s+\d+|v[248]|\w+)\s+)*"
-    r"([A-Za-z_$%][\w$]*)",
-    re.MULTILINE,
-)
-
-
-def module_globals(ptx: str) -> list[str]:
-    """Names of the module-scope ``.global`` variables a PTX file declares (its state across
-    launches, which the harness resets before each one). Comments are removed first."""
-    text = re.sub(r"//[^\n]*|/\*.*?\*/", "", ptx, flags=re.DOTALL)
-    return list(dict.fromkeys(m.group(1) for m in _GLOBAL_DECL.finditer(text)))
 
 
 def no_device_reason(e: BaseException) -> str:

@@ -464,7 +464,7 @@ async def _candidate(
                 kernel = src.name
                 if check.ok and not kernel:
                     # a plain-language request may leave the name to the model: take its entry
-                    from ptxls.diagnostics.ptx_parse import parse_ptx
+                    from ptxls.frontend.ptx import parse_ptx
 
                     entries = parse_ptx(ptx)[0].entries
                     kernel = entries[0].name if entries else ""

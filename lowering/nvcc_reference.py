@@ -2,9 +2,11 @@
 
 nvcc names entries by their mangled C++ name (``_Z7vec_addPKfS0_Pfi``); the result is renamed
 to the plain kernel name so it is called like the source and like an LLM lowering of it (the
-header says so). nvcc from the pip wheel writes ``.version 9.5``, which the H200's driver JIT
-refuses (docs/gpu-facts.md); when the local ptxas accepts the same text at a lower ``.version`` that the
-driver takes, the version is lowered and the header says that too.
+header says so). nvcc writes the newest ``.version`` it knows (the pip wheel's 13.5: 9.5), which
+an older driver's JIT refuses (the H200's CUDA 13.0 driver takes at most 9.0). The ``.version``
+asked of the model (``target_isa.choose_target``: the local ptxas's highest, capped by this GPU's
+measured driver) is the one nvcc's output is lowered to, when ptxas accepts the text at it; the
+header says so.
 """
 
 from __future__ import annotations
@@ -12,35 +14,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ptxls.frontend.ptx import parse_ptx, ptx_version, with_version
 from ptxls.toolchain.discovery import ToolNotFound, find_nvcc, find_ptxas
 from ptxls.toolchain.nvcc import nvcc_to_ptx
 
 from .ptx_check import PtxasUnavailable, compile_check
-
-# Highest PTX ISA a driver's JIT takes decides whether a lower .version is worth trying for files
-# meant to be JIT-loaded (cubins work regardless). Asked of this GPU's driver when there is one;
-# without a GPU, the CUDA 13.0 driver's limit (docs/gpu-facts.md).
-DRIVER_MAX_ISA = (9, 0)  # the fallback when no GPU can be asked (CUDA 13.0 driver: <= 9.0)
-
-
-async def _driver_cap() -> tuple[tuple[int, int], str]:
-    """(max ISA of the JIT the PTX will meet, where that number comes from): this GPU's driver
-    when there is one (measured, not assumed), else the CUDA 13.0 driver's documented 9.0."""
-    import asyncio
-
-    try:
-        from ptxls.toolchain.gpu_probe import probe_gpu
-
-        info = await asyncio.to_thread(probe_gpu)
-    except Exception:  # noqa: BLE001 - no probe: the documented fallback
-        info = None
-    if info is not None and info.available and info.max_ptx_isa:
-        return info.max_ptx_isa, f"this GPU's driver (CUDA {info.driver_cuda})"
-    return DRIVER_MAX_ISA, "the CUDA 13.0 driver"
-
-
-_ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([A-Za-z_$][\w$]*)", re.MULTILINE)
-_VERSION = re.compile(r"^(\s*\.version\s+)(\d+)\.(\d+)", re.MULTILINE)
+from .target_isa import choose_target
 
 
 @dataclass
@@ -64,25 +43,16 @@ def plain_name(mangled: str) -> str:
 
 
 def _entry_blocks(ptx: str) -> list[tuple[str, int, int]]:
-    """(name, start, end) of every .entry, from its directive line to its closing brace."""
+    """(name, start, end) offsets of every .entry, from its directive line to its closing brace."""
     blocks = []
-    for m in _ENTRY.finditer(ptx):
-        start = ptx.rfind("\n", 0, m.start()) + 1
+    for f in parse_ptx(ptx)[0].entries:
+        start, end = f.offsets
+        start = ptx.rfind("\n", 0, start) + 1
         # a "// .globl name" comment right above belongs to the entry
         prev = ptx.rfind("\n", 0, max(start - 1, 0)) + 1
         if ".globl" in ptx[prev:start]:
             start = prev
-        brace = ptx.find("{", m.end())
-        depth, end = 0, len(ptx)
-        for i in range(brace, len(ptx)):
-            if ptx[i] == "{":
-                depth += 1
-            elif ptx[i] == "}":
-                depth -= 1
-                if depth == 0:
-                    end = i + 1
-                    break
-        blocks.append((m.group(1), start, end))
+        blocks.append((f.name, start, end))
     return blocks
 
 
@@ -120,21 +90,22 @@ def select_entry(ptx: str, kernel: str | None, rename: bool = True) -> tuple[str
 
 
 async def _lower_version(ptx: str, arch: str, ptxas_path: str | None) -> tuple[str, str | None]:
-    """Try the highest .version both the local ptxas and the driver take; keep it only if ptxas
-    accepts the text at that version. Returns (ptx, note)."""
-    m = _VERSION.search(ptx)
-    if not m:
+    """Lower nvcc's ``.version`` to the one the model would be asked for (what the local ptxas
+    and this GPU's driver take); keep it only if ptxas accepts the text there. (ptx, note)."""
+    have = ptx_version(ptx)
+    if have is None:
         return ptx, None
-    have = (int(m.group(2)), int(m.group(3)))
     try:
         tool = find_ptxas(ptxas_path)
     except ToolNotFound:
         return ptx, None
-    driver_max, driver_words = await _driver_cap()
-    cap = min(driver_max, tool.max_ptx_isa or driver_max)
+    target = await choose_target(arch, ptxas_path=tool.path)
+    if target.problem:
+        return ptx, None
+    cap = tuple(int(x) for x in target.isa.split("."))
     if have <= cap:
         return ptx, None
-    lowered = _VERSION.sub(lambda mm: f"{mm.group(1)}{cap[0]}.{cap[1]}", ptx, count=1)
+    lowered = with_version(ptx, cap)
     try:
         check = await compile_check(lowered, arch=arch, ptxas_path=tool.path)
     except PtxasUnavailable:
@@ -142,11 +113,11 @@ async def _lower_version(ptx: str, arch: str, ptxas_path: str | None) -> tuple[s
     if not check.ok:
         return (
             ptx,
-            f".version {have[0]}.{have[1]} kept: at {cap[0]}.{cap[1]} ptxas reports {check.summary()}",
+            f".version {have[0]}.{have[1]} kept: at {target.isa} ptxas reports {check.summary()}",
         )
     return lowered, (
-        f".version {have[0]}.{have[1]} (nvcc) lowered to {cap[0]}.{cap[1]} so {driver_words}'s "
-        f"JIT and ptxas {tool.version} accept it (checked with ptxas)"
+        f".version {have[0]}.{have[1]} (nvcc) lowered to {target.isa}, {target.why} "
+        f"(checked with ptxas {tool.version})"
     )
 
 

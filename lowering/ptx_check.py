@@ -20,7 +20,7 @@ from ptxls.diagnostics.engine import (
     split_lines,
 )
 from ptxls.diagnostics.model import Problem, Severity
-from ptxls.diagnostics.ptx_parse import parse_ptx
+from ptxls.frontend.ptx import parse_ptx
 
 MAX_ERRORS_IN_FEEDBACK = 12
 CONTEXT_LINES = 2

@@ -527,7 +527,7 @@ async def lower_llm(
         )
         return outcome
     best = result.best
-    from ptxls.diagnostics.ptx_parse import parse_ptx
+    from ptxls.frontend.ptx import parse_ptx
 
     kernel = src.name or next((e.name for e in parse_ptx(best.ptx)[0].entries), "kernel")
     v = best.verify

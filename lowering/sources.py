@@ -198,7 +198,7 @@ def requests(text: str) -> list[SourceKernel]:
 
 
 def ptx_entries(text: str) -> list[SourceKernel]:
-    from ptxls.diagnostics.ptx_parse import parse_ptx
+    from ptxls.frontend.ptx import parse_ptx
 
     module, _ = parse_ptx(text)
     return [

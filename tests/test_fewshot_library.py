@@ -9,9 +9,9 @@ import asyncio
 
 import pytest
 
-from ptxls.diagnostics.ptx_parse import parse_ptx
 from ptxls.fewshot.library import KERNELS_DIR, load_examples
 from ptxls.fewshot.retrieve import pick_examples
+from ptxls.frontend.ptx import parse_ptx
 from ptxls.gputest import exprs
 from ptxls.gputest import spec as gspec
 from ptxls.gputest.baselines import OPS

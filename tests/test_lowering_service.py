@@ -9,7 +9,8 @@ import shutil
 import pytest
 
 from ptxls.cli.main import main as ptxls_main
-from ptxls.diagnostics.ptx_parse import parse_ptx
+from ptxls.frontend.ptx import parse_ptx
+from ptxls.lowering import target_isa
 from ptxls.lowering.extract import extract_ptx
 from ptxls.lowering.provenance import plan_output, strip_header, untouched_since_generated
 from ptxls.lowering.service import LowerJob, lower
@@ -40,10 +41,33 @@ def test_nvcc_reference_lowering_renames_and_checks(work):
     assert out.ok, out.message
     module, _ = parse_ptx(strip_header(out.ptx))
     assert [e.name for e in module.entries] == ["vec_add"]  # not _Z7vec_addPKfS0_Pfi
-    assert module.version <= (9, 0)  # a .version the H200's driver JIT takes
+    # the .version the model would be asked for: measured (ptxas here, the driver on a GPU)
+    asked = asyncio.run(target_isa.choose_target("sm_90")).isa
+    assert module.version <= tuple(int(x) for x in asked.split("."))
     assert "// source: vec_add.cu" in out.ptx and "backend: nvcc" in out.ptx
     assert "renamed to vec_add" in out.ptx
     assert out.output.path == work / "vec_add.ptx" and out.output.action == "create"
+
+
+def test_nvcc_reference_is_lowered_to_what_the_measured_driver_takes(work, monkeypatch):
+    """nvcc 13.5 writes .version 9.5; under a GPU whose driver (CUDA 12.4, measured by the probe)
+    takes at most 8.4, the reference is lowered to 8.4 and the header says why."""
+
+    async def h200_with_cuda_12_4_driver():
+        return (8, 4), "sm_90"
+
+    monkeypatch.setattr(target_isa, "_driver_limit", h200_with_cuda_12_4_driver)
+    target_isa._cache.clear()
+    try:
+        src = work / "vec_add.cu"
+        job = LowerJob(src, src.read_text(), backend="nvcc", kernel="vec_add", workspace=work)
+        out = asyncio.run(lower(job))
+    finally:
+        target_isa._cache.clear()
+    assert out.ok, out.message
+    module, _ = parse_ptx(strip_header(out.ptx))
+    assert module.version == (8, 4)
+    assert "lowered to 8.4" in out.ptx and "driver JIT (8.4, sm_90)" in out.ptx
 
 
 def test_nvcc_compile_error_is_a_message_not_an_exception(work):

@@ -6,9 +6,10 @@ import asyncio
 
 from lsprotocol import types
 
-from ptxls.diagnostics import ptx_index, resources
+from ptxls.diagnostics import resources
 from ptxls.diagnostics.engine import split_lines
-from ptxls.diagnostics.ptx_parse import PtxModule, Span, parse_ptx
+from ptxls.frontend import ptx_index
+from ptxls.frontend.ptx import PtxModule, Span, parse_ptx
 
 from ..app import PtxlsServer
 from .languages import PTX, language_of

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from lsprotocol import types
 
-from ptxls.diagnostics.ptx_parse import scan_header
+from ptxls.frontend.ptx import scan_header
 from ptxls.lowering.secrets import public_url
 from ptxls.toolchain.arch import DEFAULT_ARCH, choose_arch, is_valid_arch, local_gpu_arch
 from ptxls.toolchain.discovery import ToolNotFound, find_ptxas

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .ptx_parse import Decl, Pos, PtxFunction, PtxModule, Span
+from .ptx import Decl, Pos, PtxFunction, PtxModule, Span, is_special_register
 
 # A dotted token as written: ld.global.v4.f32, %tid.x, .maxntid, $L__BB0_2, @%p1 (without @).
 _TOKEN = re.compile(r"[%.$A-Za-z_][\w$.:]*")
@@ -73,12 +73,6 @@ def name_at(module: PtxModule, line: int, col: int) -> NameRef | None:
         if _inside(use.span, line, col):
             return NameRef("label", use.name, use.span, func)
     return None
-
-
-def is_special_register(name: str) -> bool:
-    from .lints import is_special_register as special
-
-    return special(name)
 
 
 def declaration_of(ref: NameRef, module: PtxModule) -> Decl | None:

@@ -1,8 +1,10 @@
-"""A tolerant PTX parser: module directives, functions, parameters, registers, labels, uses.
+"""The one PTX reader: module directives, functions, parameters, registers, labels, uses.
 
-It reads what the editor features need (lints, outline, go-to-definition, test specs) and never
-raises on bad input: whatever it cannot make sense of is skipped, and structural problems it is
-certain of (unbalanced braces) come back as data in ``PtxModule.structure_problems``.
+Every room reads PTX through it: the lints and the check engine, navigation (ptx_index), the GPU
+tests (entries and their parameter types), the lowering loop (interface checks, nvcc's output).
+It never raises on bad input: whatever it cannot make sense of is skipped, and structural
+problems it is certain of (unbalanced braces) come back as data in
+``PtxModule.structure_problems``.
 
 Positions are 0-based (line, column) in the original text. Comments and string literals are
 blanked out first, keeping every other character where it was, so positions stay exact.
@@ -13,24 +15,23 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 IDENT = r"[A-Za-z_$%][\w$]*"
 _IDENT_RE = re.compile(IDENT)
 
 
-@dataclass(frozen=True)
-class Pos:
+class Pos(NamedTuple):  # a tuple: a big kernel makes hundreds of thousands of them
     line: int
     col: int
 
 
-@dataclass(frozen=True)
-class Span:
+class Span(NamedTuple):
     start: Pos
     end: Pos
 
 
-@dataclass
+@dataclass(slots=True)
 class PtxParam:
     name: str
     type: str  # ".u64", ".f32", ".b8" …
@@ -40,7 +41,7 @@ class PtxParam:
     array: str = ""  # "[16]" for byte arrays (structs by value)
 
 
-@dataclass
+@dataclass(slots=True)
 class Decl:
     """A declared name: a register, register range, or variable inside a function."""
 
@@ -49,6 +50,7 @@ class Decl:
     type: str
     span: Span
     count: int | None = None  # %r<5> → 5 (declares %r0 … %r4)
+    extern: bool = False  # ``.extern``: declared here, defined in another module
 
     def declares(self, reg: str) -> bool:
         if self.count is None:
@@ -93,7 +95,7 @@ class Use:
         return f"Use({self.name!r}, {self.span})"
 
 
-@dataclass
+@dataclass(slots=True)
 class PtxFunction:
     name: str
     is_entry: bool
@@ -108,15 +110,16 @@ class PtxFunction:
     branch_targets: list[Use] = field(default_factory=list)
     symbol_uses: list[Use] = field(default_factory=list)  # non-% names used as operands
     directives: dict[str, str] = field(default_factory=dict)  # .maxntid 256, 1, 1 …
+    offsets: tuple[int, int] = (0, 0)  # [start, end) of ``span`` in the text, to cut it out
 
 
-@dataclass
+@dataclass(slots=True)
 class StructureProblem:
     message: str
     span: Span
 
 
-@dataclass
+@dataclass(slots=True)
 class PtxModule:
     version: tuple[int, int] | None = None
     version_span: Span | None = None
@@ -207,8 +210,12 @@ def scan_header(text: str) -> tuple[tuple[int, int] | None, str | None]:
     return version, target
 
 
-def parse_ptx(text: str) -> tuple[PtxModule, list[StructureProblem]]:
-    """Parse a PTX module. Never raises; returns the module and the structural problems."""
+def parse_ptx(text: str, *, bodies: bool = True) -> tuple[PtxModule, list[StructureProblem]]:
+    """Parse a PTX module. Never raises; returns the module and the structural problems.
+
+    ``bodies=False`` reads the directives and each function's header (name, parameters,
+    performance directives) only: what a caller of the kernels needs, several times faster on
+    a file of thousands of kernels."""
     clean = blank_comments(text)
     t = _Text(clean)
     mod = PtxModule()
@@ -225,21 +232,23 @@ def parse_ptx(text: str) -> tuple[PtxModule, list[StructureProblem]]:
     if m:
         mod.address_size = int(m.group(1))
 
-    _check_braces(clean, t, mod)
+    if bodies:
+        _check_braces(clean, t, mod)
 
     pos = 0
-    bodies: list[tuple[int, int]] = []
+    body_offsets: list[tuple[int, int]] = []
     while True:
         m = _FUNC_RE.search(clean, pos)
         if not m:
             break
-        func, end = _parse_function(clean, t, m)
+        func, end = _parse_function(clean, t, m, bodies)
         pos = max(end, m.end())
         if func is not None:
             mod.functions.append(func)
             if func.body is not None:
-                bodies.append((m.start(), end))
-    _parse_module_decls(clean, t, mod, bodies)
+                body_offsets.append((m.start(), end))
+    if bodies:
+        _parse_module_decls(clean, t, mod, body_offsets)
     return mod, mod.structure_problems
 
 
@@ -262,10 +271,15 @@ def _check_braces(clean: str, t: _Text, mod: PtxModule) -> None:
         )
 
 
+_BRACKETS = {("(", ")"): re.compile(r"[()]"), ("{", "}"): re.compile(r"[{}]")}
+_NAME_RE = re.compile(r"[\w$%]+")
+_STATE_SPACES = (".global", ".shared", ".const")
+
+
 def _matching(clean: str, open_at: int, open_ch: str, close_ch: str) -> int:
     """Offset just past the bracket that closes the one at ``open_at`` (or len(clean))."""
     depth = 0
-    for m in re.compile("[" + re.escape(open_ch + close_ch) + "]").finditer(clean, open_at):
+    for m in _BRACKETS[open_ch, close_ch].finditer(clean, open_at):
         if m.group(0) == open_ch:
             depth += 1
         else:
@@ -275,95 +289,133 @@ def _matching(clean: str, open_at: int, open_ch: str, close_ch: str) -> int:
     return len(clean)
 
 
-def _parse_params(clean: str, t: _Text, start: int, end: int) -> list[PtxParam]:
-    params = []
-    inner = clean[start:end]
+class _ParamFields(NamedTuple):
+    name: str
+    type: str
+    state_space_hint: str
+    align: int | None
+    array: str
+    at: int  # offset of the name
+
+
+def _param_fields(clean: str, start: int, end: int) -> list[_ParamFields]:
+    """``.param .align 8 .b8 s[16], .param .u64 .ptr .global p`` → one entry each: the name is the
+    last word without a dot, the type the first dotted word that is not a space or hint."""
+    fields = []
     offset = start
-    for piece in inner.split(","):
-        words = list(re.finditer(r"\S+", piece))
-        if not words:
-            offset += len(piece) + 1
-            continue
-        types = [w.group(0) for w in words if w.group(0).startswith(".")]
-        names = [w for w in words if not w.group(0).startswith(".")]
-        if names:
-            name_m = names[-1]
-            raw = name_m.group(0)
-            name = re.match(r"[\w$%]+", raw)
-            if name:
-                ns = offset + name_m.start()
-                align = None
-                align_words = [w.group(0) for w in words]
-                if ".align" in align_words:
-                    idx = align_words.index(".align")
-                    if idx + 1 < len(align_words) and align_words[idx + 1].isdigit():
-                        align = int(align_words[idx + 1])
-                scalar_types = [x for x in types if x not in (".param", ".align", ".ptr")]
-                space = " ".join(x for x in types if x in (".global", ".shared", ".const"))
-                params.append(
-                    PtxParam(
-                        name=name.group(0),
-                        type=next(
-                            (x for x in scalar_types if x not in (".global", ".shared", ".const")),
-                            "",
-                        ),
-                        span=t.span(ns, ns + len(name.group(0))),
-                        state_space_hint=space,
-                        align=align,
-                        array=raw[len(name.group(0)) :],
-                    )
-                )
+    for piece in clean[start:end].split(","):
+        words = piece.split()
+        at, raw, cursor = -1, "", 0
+        for w in words:
+            cursor = piece.find(w, cursor)
+            if not w.startswith("."):
+                at, raw = cursor, w
+            cursor += len(w)
+        name = _NAME_RE.match(raw) if raw else None
+        if name:
+            align = None
+            if ".align" in words:
+                idx = words.index(".align")
+                if idx + 1 < len(words) and words[idx + 1].isdigit():
+                    align = int(words[idx + 1])
+            dotted = [w for w in words if w.startswith(".")]
+            ptx_type = next(
+                (w for w in dotted if w not in (".param", ".align", ".ptr", *_STATE_SPACES)), ""
+            )
+            hint = " ".join(w for w in dotted if w in _STATE_SPACES)
+            fields.append(
+                _ParamFields(name.group(0), ptx_type, hint, align, raw[name.end() :], offset + at)
+            )
         offset += len(piece) + 1
-    return params
+    return fields
 
 
-def _parse_function(clean: str, t: _Text, m: re.Match[str]) -> tuple[PtxFunction | None, int]:
-    is_entry = m.group(1) == "entry"
-    i = m.end()
+def _parse_params(clean: str, t: _Text, start: int, end: int) -> list[PtxParam]:
+    return [
+        PtxParam(
+            name=f.name,
+            type=f.type,
+            span=t.span(f.at, f.at + len(f.name)),
+            state_space_hint=f.state_space_hint,
+            align=f.align,
+            array=f.array,
+        )
+        for f in _param_fields(clean, start, end)
+    ]
+
+
+class _Header(NamedTuple):
+    """Offsets of one ``.entry``/``.func`` header, from the directive to the body or ';'."""
+
+    is_entry: bool
+    name_start: int
+    name_end: int
+    returns: tuple[int, int] | None  # inside the return-value parentheses (.func only)
+    params: tuple[int, int] | None  # inside the parameter parentheses
+    header_end: int  # the '{' or ';' (or the end of the text)
+    body_end: int | None  # just past the closing '}'; None for a prototype
+
+
+def _skip_space(clean: str, i: int) -> int:
     n = len(clean)
     while i < n and clean[i].isspace():
         i += 1
-    return_params: list[PtxParam] = []
+    return i
+
+
+def _read_header(clean: str, m: re.Match[str]) -> tuple[_Header | None, int]:
+    """The header that starts at ``m`` (a ``.entry``/``.func`` match) and the offset to go on
+    from; None when no name follows."""
+    is_entry = m.group(1) == "entry"
+    n = len(clean)
+    i = _skip_space(clean, m.end())
+    returns = None
     if not is_entry and i < n and clean[i] == "(":
         close = _matching(clean, i, "(", ")")
-        return_params = _parse_params(clean, t, i + 1, close - 1)
-        i = close
-        while i < n and clean[i].isspace():
-            i += 1
+        returns = (i + 1, close - 1)
+        i = _skip_space(clean, close)
     name_m = _IDENT_RE.match(clean, i)
     if not name_m:
         return None, i
-    name = name_m.group(0)
-    i = name_m.end()
-    while i < n and clean[i].isspace():
-        i += 1
-    params: list[PtxParam] = []
+    i = _skip_space(clean, name_m.end())
+    params = None
     if i < n and clean[i] == "(":
         close = _matching(clean, i, "(", ")")
-        params = _parse_params(clean, t, i + 1, close - 1)
+        params = (i + 1, close - 1)
         i = close
     # Performance directives, then the body or a ';' (a prototype / .extern declaration).
     j = i
     while j < n and clean[j] not in "{;":
         j += 1
-    header_tail = clean[i:j]
+    body_end = _matching(clean, j, "{", "}") if j < n and clean[j] == "{" else None
+    header = _Header(is_entry, name_m.start(), name_m.end(), returns, params, j, body_end)
+    return header, (body_end if body_end is not None else j + 1)
+
+
+def _parse_function(
+    clean: str, t: _Text, m: re.Match[str], bodies: bool = True
+) -> tuple[PtxFunction | None, int]:
+    h, resume = _read_header(clean, m)
+    if h is None:
+        return None, resume
+    end = h.header_end if h.body_end is None else h.body_end
     func = PtxFunction(
-        name=name,
-        is_entry=is_entry,
-        span=t.span(m.start(), j),
-        name_span=t.span(name_m.start(), name_m.end()),
-        params=params,
-        return_params=return_params,
+        name=clean[h.name_start : h.name_end],
+        is_entry=h.is_entry,
+        span=t.span(m.start(), end),
+        name_span=t.span(h.name_start, h.name_end),
+        params=_parse_params(clean, t, *h.params) if h.params else [],
+        return_params=_parse_params(clean, t, *h.returns) if h.returns else [],
+        offsets=(m.start(), end),
     )
-    for d in _DIRECTIVE_RE.finditer(header_tail):
+    tail_start = h.params[1] + 1 if h.params else h.name_end
+    for d in _DIRECTIVE_RE.finditer(clean, tail_start, h.header_end):
         func.directives[d.group(1)] = " ".join(d.group(2).split())
-    if j >= n or clean[j] == ";":
-        return func, j + 1
-    body_end = _matching(clean, j, "{", "}")
-    func.body = t.span(j, body_end)
-    func.span = t.span(m.start(), body_end)
-    _parse_body(clean, t, j + 1, body_end - 1, func)
-    return func, body_end
+    if h.body_end is not None:
+        func.body = t.span(h.header_end, h.body_end)
+        if bodies:
+            _parse_body(clean, t, h.header_end + 1, h.body_end - 1, func)
+    return func, resume
 
 
 def _statements(clean: str, start: int, end: int):
@@ -462,6 +514,9 @@ def _parse_body(clean: str, t: _Text, start: int, end: int, func: PtxFunction) -
             func.symbol_uses.append(Use(sm.group(1), _LazySpan(t, sm.start(1), sm.end(1))))
 
 
+_LINE_DIRECTIVES = (".version", ".target", ".address_size")
+
+
 def _parse_module_decls(clean: str, t: _Text, mod: PtxModule, bodies: list[tuple[int, int]]):
     """Module-scope variables (.global/.shared/.const) outside every function."""
     cursor = 0
@@ -475,10 +530,135 @@ def _parse_module_decls(clean: str, t: _Text, mod: PtxModule, bodies: list[tuple
         for off, stmt in _statements(clean, s, e):
             stripped = stmt.lstrip()
             lead = off + (len(stmt) - len(stripped))
-            for prefix in (".visible ", ".extern ", ".weak "):
+            # .version/.target/.address_size end at their line, not at a ';'
+            while stripped.startswith(_LINE_DIRECTIVES) and "\n" in stripped:
+                rest = stripped[stripped.index("\n") :].lstrip()
+                lead += len(stripped) - len(rest)
+                stripped = rest
+            extern = False
+            for prefix in (".visible ", ".extern ", ".weak ", ".common "):
                 if stripped.startswith(prefix):
+                    extern = extern or prefix == ".extern "
                     lead += len(prefix)
                     stripped = stripped[len(prefix) :].lstrip()
             dm = _DECL_RE.match(stripped)
             if dm and dm.group(1) in ("global", "shared", "const", "reg"):
-                mod.globals.extend(_parse_decl(stripped, lead, t, dm.group(1)))
+                decls = _parse_decl(stripped, lead, t, dm.group(1))
+                for d in decls:
+                    d.extern = extern
+                mod.globals.extend(decls)
+
+
+# ---- what the other rooms ask of a PTX text, answered from the one parse
+
+
+@dataclass(slots=True)
+class PtxEntry:
+    """A kernel (``.entry``) as a caller of it sees it: where its name is and what it takes."""
+
+    name: str
+    line: int  # 0-based line of the name
+    col: int
+    decl_line: int  # line of the .entry directive (annotations sit above it)
+    param_types: tuple[str, ...]  # ".u64", ".u32", ".b8" (a byte array for a struct) …
+    param_names: tuple[str, ...]
+
+
+def entries_of(module: PtxModule) -> list[PtxEntry]:
+    return [
+        PtxEntry(
+            f.name,
+            f.name_span.start.line,
+            f.name_span.start.col,
+            f.span.start.line,
+            tuple(p.type for p in f.params),
+            tuple(p.name for p in f.params),
+        )
+        for f in module.entries
+    ]
+
+
+def find_entries(text: str) -> list[PtxEntry]:
+    """The kernels of a PTX text, in file order (code lenses, GPU tests, the VS Code client).
+
+    The same header reading as ``parse_ptx``, without building the module: a file of 20,000
+    kernels is read in a fraction of a second."""
+    clean = blank_comments(text)
+    t = _Text(clean)
+    found = []
+    pos = 0
+    while m := _FUNC_RE.search(clean, pos):
+        h, resume = _read_header(clean, m)
+        pos = max(resume, m.end())
+        if h is None or not h.is_entry:
+            continue
+        name = t.pos(h.name_start)
+        fields = _param_fields(clean, *h.params) if h.params else []
+        found.append(
+            PtxEntry(
+                clean[h.name_start : h.name_end],
+                name.line,
+                name.col,
+                t.pos(m.start()).line,
+                tuple(f.type for f in fields),
+                tuple(f.name for f in fields),
+            )
+        )
+    return found
+
+
+def ptx_version(text: str) -> tuple[int, int] | None:
+    """The ``.version`` directive's (major, minor), or None."""
+    return scan_header(blank_comments(text))[0]
+
+
+def ptx_target(text: str) -> str | None:
+    """The first sm_XX of the ``.target`` directive, or None."""
+    return scan_header(blank_comments(text))[1]
+
+
+def with_version(text: str, version: tuple[int, int]) -> str:
+    """``text`` with its ``.version`` directive set to ``version`` (unchanged without one)."""
+    m = _VERSION_RE.search(blank_comments(text))
+    if not m:
+        return text
+    return f"{text[: m.start(1)]}{version[0]}.{version[1]}{text[m.end(2) :]}"
+
+
+_PROVENANCE_RE = re.compile(r"^\s*//\s*(?:ptxls-)?source\s*:\s*(\S+\.cu\w*)", re.M | re.I)
+
+
+def provenance_source(text: str) -> str | None:
+    """The CUDA file a lowered .ptx came from, if its provenance header names one
+    ('// source: path/to/file.cu' or '// ptxls-source: ...')."""
+    m = _PROVENANCE_RE.search(text)
+    return m.group(1) if m else None
+
+
+# Special registers of the PTX ISA (chapter "Special Registers"); matched by name prefix so
+# numbered and suffixed forms (%envreg3, %lanemask_lt, %cluster_ctaid) are covered.
+_SPECIAL = re.compile(
+    r"^%(tid|ntid|laneid|warpid|nwarpid|ctaid|nctaid|smid|nsmid|gridid|is_explicit_cluster|"
+    r"clusterid|nclusterid|cluster_ctaid|cluster_nctaid|cluster_ctarank|cluster_nctarank|"
+    r"lanemask_(eq|le|lt|ge|gt)|clock|clock_hi|clock64|pm[0-7]|pm[0-7]_64|envreg\d+|"
+    r"globaltimer|globaltimer_lo|globaltimer_hi|reserved_smem_offset_\w+|total_smem_size|"
+    r"aggr_smem_size|dynamic_smem_size|current_graph_exec|warpsz|WARP_SZ)$"
+)
+
+
+def is_special_register(name: str) -> bool:
+    """%tid, %ctaid, %laneid, %clock64, %envreg3 … — predeclared by the ISA."""
+    return bool(_SPECIAL.match(name))
+
+
+def module_globals(text: str) -> list[str]:
+    """Names of the module-scope ``.global`` variables a PTX text defines (a kernel's state across
+    launches, which the GPU test resets before each one); ``.extern`` ones live elsewhere."""
+    return global_names(parse_ptx(text)[0])
+
+
+def global_names(module: PtxModule) -> list[str]:
+    """``module_globals`` of a module already parsed (the lowering loop's one parse)."""
+    return list(
+        dict.fromkeys(d.name for d in module.globals if d.kind == ".global" and not d.extern)
+    )
