@@ -42,6 +42,9 @@ class SettingSpec:
     aliases: tuple[str, ...] = ()  # more keys read for the same field (the CLI's, older ones)
     env: tuple[str, ...] = ()  # environment variables read for it, in order
     in_editor: bool = True  # declared in package.json; False: CLI, environment or internal only
+    # It chooses a program to run or the host that gets the API key: a workspace's own settings
+    # file may set it only in a trusted workspace (package.json restrictedConfigurations).
+    restricted: bool = False
 
 
 ARCH_PATTERN = r"^(|sm_[0-9]+[af]?)$"  # empty: chosen from the file's .target or the GPU
@@ -49,7 +52,7 @@ ARCH_PATTERN = r"^(|sm_[0-9]+[af]?)$"  # empty: chosen from the file's .target o
 # The ptxls.llm section. Bounds: a round count of 1000 or a 10 ms timeout is a typo, refused with
 # a message rather than left to run.
 LLM_SETTINGS = (
-    SettingSpec("baseUrl", "base_url", "string", "", env=("OPENAI_BASE_URL",)),
+    SettingSpec("baseUrl", "base_url", "string", "", env=("OPENAI_BASE_URL",), restricted=True),
     SettingSpec("model", "model", "string", "", env=("PTXLS_MODEL",)),
     SettingSpec(
         "temperature", "temperature", "number", 0.1, minimum=0, maximum=2,

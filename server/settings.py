@@ -42,8 +42,8 @@ class Settings:
 # Bounds: a value of the right type can still be absurd. A ptxas timeout of 1e308 or NaN never
 # fires (a hung ptxas runs until the next edit); -1 times every run out at once (no diagnostics).
 SERVER_SETTINGS = (
-    SettingSpec("ptxasPath", "ptxas_path", "string", ""),
-    SettingSpec("nvccPath", "nvcc_path", "string", ""),
+    SettingSpec("ptxasPath", "ptxas_path", "string", "", restricted=True),
+    SettingSpec("nvccPath", "nvcc_path", "string", "", restricted=True),
     SettingSpec("arch", "arch", "string", "", pattern=ARCH_PATTERN),
     SettingSpec("debounceMs", "debounce_ms", "integer", 150, minimum=0, maximum=5000),
     SettingSpec(
@@ -59,8 +59,8 @@ SERVER_SETTINGS = (
 
 # Read by the VS Code client to start the server or log its messages; the server never sees them.
 CLIENT_SETTINGS = (
-    SettingSpec("server.pythonPath", None, "string", ""),
-    SettingSpec("server.command", None, "array", []),
+    SettingSpec("server.pythonPath", None, "string", "", restricted=True),
+    SettingSpec("server.command", None, "array", [], restricted=True),
     SettingSpec("trace.server", None, "string", "off", enum=("off", "messages", "verbose")),
 )
 

@@ -10,6 +10,7 @@ then ``.venv/bin/python scripts/sync_settings.py`` and write its description in 
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import re
@@ -185,3 +186,49 @@ def test_tool_flags_the_descriptions_name_are_passed():
     assert "-arch" in flags, "the arch setting names the flag it sets"
     for flag in flags:
         assert re.search(rf'["\']{re.escape(flag)}\b', tools), f"no tool is given {flag}"
+
+
+# ---- trust: the settings a cloned repository may not set for you
+
+
+def test_restricted_settings_are_the_same_for_vscode_and_the_server():
+    from ptxls.server.app import RESTRICTED_SETTINGS
+
+    restricted = {name for name, spec in SCHEMA.items() if spec.restricted}
+    declared = PACKAGE["capabilities"]["untrustedWorkspaces"]["restrictedConfigurations"]
+    assert sorted(declared) == sorted(restricted)
+    server_side = {name for name in restricted if SCHEMA[name].attr}
+    assert {"ptxls." + ".".join(path) for path in RESTRICTED_SETTINGS} == server_side
+
+
+# ---- every ptxls.<name> the code and docs mention is a setting or a command
+
+REFUSED = {"ptxls.llm.apiKey"}  # named in the message that refuses it: the key is env-only
+MENTION = re.compile(r"\bptxls\.(?:llm\.)?[a-z]+[A-Z][A-Za-z]*\b")
+
+
+def _commands() -> set[str]:
+    names = {c["command"] for c in PACKAGE["contributes"]["commands"]}
+    for path in (ROOT / "server").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            text = node.value if isinstance(node, ast.Constant) else None
+            if isinstance(text, str) and re.fullmatch(r"ptxls\.[a-z]+[A-Za-z]*", text):
+                names.add(text)
+    return names
+
+
+def test_every_setting_named_in_code_and_docs_exists():
+    known = set(SCHEMA) | _commands() | REFUSED
+    files = [
+        p
+        for pattern in ("*.py", "*.md", "*.ts", "*.sh")
+        for p in ROOT.rglob(pattern)
+        if not {"node_modules", ".venv", "build", ".git", "out", "out-test"} & set(p.parts)
+    ]
+    unknown = {
+        f"{name} ({path.relative_to(ROOT)})"
+        for path in files
+        for name in MENTION.findall(path.read_text(encoding="utf-8", errors="replace"))
+        if name not in known
+    }
+    assert sorted(unknown) == [], "no such setting or command"
