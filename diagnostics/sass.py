@@ -116,7 +116,9 @@ async def sass_for_ptx(ptx_text: str, options: SassOptions = SassOptions()) -> S
     disassembler = await asyncio.to_thread(
         find_disassembler, options.nvdisasm_path, options.cuobjdump_path
     )
-    lined = add_line_info(ptx_text, options.file_name)
+    # the scan and the listing's reading are plain Python over megabytes for a big kernel:
+    # worker threads, so a server's event loop keeps answering
+    lined = await asyncio.to_thread(add_line_info, ptx_text, options.file_name)
     report = SassReport(
         ok=False,
         arch=arch,
@@ -146,8 +148,8 @@ async def sass_for_ptx(ptx_text: str, options: SassOptions = SassOptions()) -> S
         said = listing_run.stderr.strip()[:2000] or f"exit status {listing_run.returncode}"
         report.errors = [f"{name} failed: {'timed out' if listing_run.timed_out else said}"]
         return report
-    functions = parse_sass(listing_run.stdout).functions
-    report.entries = _entries(functions, usage, lined, ptx_text)
+    functions = (await asyncio.to_thread(parse_sass, listing_run.stdout)).functions
+    report.entries = await asyncio.to_thread(_entries, functions, usage, lined, ptx_text)
     await _fill_missing_registers(report, run.cubin, options)
     report.ok = True
     return report
