@@ -157,7 +157,9 @@ class TritonReference:
                 data = np.zeros(lengths[p.name], dt.storage)
                 if p.role != "scratch":
                     data = poison(dt, lengths[p.name])
-            host = np.ascontiguousarray(data)
+            # at least one element: an empty tensor's data_ptr() is 0, which Triton's launcher
+            # refuses; the kernel is masked by n and reads or writes none of it
+            host = np.ascontiguousarray(data if len(data) else np.zeros(1, dt.storage))
             if p.dtype == "bf16":
                 t = torch.from_numpy(host.view(np.int16)).cuda().view(torch.bfloat16)
             else:
@@ -181,7 +183,7 @@ class TritonReference:
         for p in spec.params:
             if p.role not in ("out", "inout"):
                 continue
-            t = tensors[p.name]
+            t = tensors[p.name][: lengths[p.name]]
             if p.dtype == "bf16":
                 result[p.name] = t.view(torch.int16).cpu().numpy().view(np.uint16)
             else:

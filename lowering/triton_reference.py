@@ -193,3 +193,22 @@ def triton_test_spec(text: str, kernel: str, file_path: str | None):
     found = read_triton(text).kernel(kernel)
     spec, problems = infer_spec(text, found, build)
     return spec, problems, build
+
+
+async def gpu_test_against_triton(
+    ptx: str, text: str, kernel: str, file_path: str | None, *, shared: int = 0, **kw
+):
+    """GPU-test ``ptx`` (Triton's own PTX, or an LLM lowering) against the Triton kernel
+    itself, launched by Triton, with the spec from the kernel's signature and ``# @gputest``
+    lines. ``shared``: the dynamic shared memory the PTX needs (Triton's metadata says how much
+    its own PTX takes). Returns the gputest TestReport."""
+    from ptxls.gputest import api
+    from ptxls.gputest.report import SPEC_ERROR, TestReport
+
+    spec, problems, build = triton_test_spec(text, kernel, file_path)
+    if spec is None or problems or build is None:
+        summary = "; ".join(str(p) for p in problems) or "no spec"
+        return TestReport(kernel, SPEC_ERROR, problems=problems, summary=summary)
+    if shared:
+        spec.launch.shared = str(shared)
+    return await api.run_gpu_test(ptx, kernel, spec, triton_reference=build.to_json(), **kw)
