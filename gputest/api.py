@@ -14,10 +14,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ptxls.frontend.cuda import find_kernels
 from ptxls.frontend.ptx import ptx_target, ptx_version
 
 from . import build
-from .cuda_source import find_kernels
 from .launch import launch_dims, scalar_env
 from .library_spec import library_resolution, spec_json_beside
 from .pairing import SpecResolution, infer_spec_from_cuda, spec_for_ptx

@@ -13,10 +13,11 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ptxls.frontend.cuda import find_kernels
 from ptxls.frontend.ptx import find_entries, provenance_source
 
 from . import annotations
-from .cuda_source import find_kernels, infer_spec
+from .cuda_source import infer_spec
 from .dtypes import DTYPES
 from .spec import SpecProblem, TestSpec, validate
 

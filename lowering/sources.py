@@ -1,8 +1,10 @@
 """Find what can be lowered in a buffer: CUDA ``__global__`` kernels, ``@triton.jit``
 functions, natural-language requests in comments, and PTX entries (for "Optimize").
 
-Plain text scanning that never raises: code actions ask on every cursor move, so this must be
-cheap and tolerant of half-typed code. Lines are 0-based, end inclusive.
+CUDA signatures and PTX entries are read by ``ptxls.frontend`` (the readers every room shares);
+this module adds what lowering needs around them. It never raises: code actions ask on every
+cursor move, so this must be cheap and tolerant of half-typed code. Lines are 0-based, end
+inclusive.
 
 Natural-language syntax (documented in lowering/README.md): a comment line starting with
 ``@ptx:`` — ``// @ptx: <request>`` in .cu/.ptx (``# @ptx:`` in .py) — continued by following
@@ -17,6 +19,9 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
+
+from ptxls.frontend.cuda import CudaParam, find_kernels, parse_params
+from ptxls.frontend.ptx import parse_ptx
 
 from .ptx_check import ExpectedParam
 
@@ -35,80 +40,25 @@ class SourceKernel:
         return self.start_line <= line <= self.end_line
 
 
-def _line_of(text: str, offset: int) -> int:
-    return text.count("\n", 0, offset)
-
-
-def _blank_comments(text: str) -> str:
-    """Comments and strings replaced by spaces (newlines kept) so braces in them don't count."""
-
-    def repl(m: re.Match[str]) -> str:
-        return re.sub(r"[^\n]", " ", m.group(0))
-
-    return re.sub(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', repl, text, flags=re.DOTALL)
-
-
-def _matching_brace(clean: str, open_at: int) -> int:
-    depth = 0
-    for i in range(open_at, len(clean)):
-        if clean[i] == "{":
-            depth += 1
-        elif clean[i] == "}":
-            depth -= 1
-            if depth == 0:
-                return i
-    return len(clean) - 1
-
-
-_GLOBAL = re.compile(
-    r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(?:static\s+)?void\s+"
-    r"(?:__launch_bounds__\s*\([^)]*\)\s*)?(?P<name>[A-Za-z_]\w*)\s*\((?P<params>[^)]*)\)"
-)
-
-
-def _split_params(params: str) -> list[ExpectedParam]:
-    out = []
-    for raw in params.split(","):
-        p = " ".join(raw.replace("__restrict__", " ").split())
-        if not p or p == "void":
-            continue
-        p = p.split("=")[0].strip()  # default arguments
-        m = re.match(r"(?P<type>.*?[\s*&])(?P<name>[A-Za-z_]\w*)\s*(?P<arr>\[[^\]]*\])?$", p)
-        if not m:
-            out.append(ExpectedParam(f"arg{len(out)}", p))
-            continue
-        ctype = " ".join(m.group("type").replace("*", " * ").split()).replace(" *", "*")
-        if m.group("arr"):
-            ctype += "*"
-        out.append(ExpectedParam(m.group("name"), ctype))
-    return out
+def _expected(params: list[CudaParam]) -> list[ExpectedParam]:
+    return [ExpectedParam(p.name, p.c_type) for p in params]
 
 
 def cuda_kernels(text: str) -> list[SourceKernel]:
-    clean = _blank_comments(text)
+    """Every ``__global__`` kernel defined in the text (declarations have nothing to lower)."""
     found = []
-    for m in _GLOBAL.finditer(clean):
-        start = clean.rfind("\n", 0, m.start()) + 1
-        # template<...> / extern "C" on the line(s) above belong to the kernel
-        prev = clean.rfind("\n", 0, max(start - 1, 0)) + 1
-        if start > 0 and re.match(r"\s*(template\s*<|extern\s+\"C\")", text[prev:start]):
-            start = prev
-        brace = clean.find("{", m.end())
-        semicolon = clean.find(";", m.end())
-        if brace < 0 or (0 <= semicolon < brace):
-            continue  # a declaration, not a definition
-        end = _matching_brace(clean, brace)
-        notes = []
-        if "template" in text[start : m.start()]:
-            notes.append("templated kernel: the PTX must be for one instantiation")
+    for k in find_kernels(text):
+        if not k.is_definition:
+            continue
+        notes = ["templated kernel: the PTX must be for one instantiation"] if k.is_template else []
         found.append(
             SourceKernel(
                 kind="cuda",
-                name=m.group("name"),
-                text=text[start : end + 1],
-                start_line=_line_of(text, start),
-                end_line=_line_of(text, end),
-                params=_split_params(m.group("params")),
+                name=k.name,
+                text=text[k.offsets[0] : k.offsets[1]],
+                start_line=k.decl_line,
+                end_line=k.end_line,
+                params=_expected(k.params),
                 notes=notes,
             )
         )
@@ -187,7 +137,7 @@ def requests(text: str) -> list[SourceKernel]:
         params = None
         sig = re.match(r"^\s*(?:kernel\s+)?([A-Za-z_]\w*)\s*\(([^)]*)\)", req)
         if sig:
-            params = _split_params(sig.group(2))
+            params = _expected(parse_params(sig.group(2)))
         found.append(
             SourceKernel(
                 "request", name.group("name") if name else "", req, i, j - 1, params=params
@@ -198,8 +148,6 @@ def requests(text: str) -> list[SourceKernel]:
 
 
 def ptx_entries(text: str) -> list[SourceKernel]:
-    from ptxls.frontend.ptx import parse_ptx
-
     module, _ = parse_ptx(text)
     return [
         SourceKernel(
