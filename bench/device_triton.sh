@@ -17,5 +17,8 @@ fi
 } | tee "$OUT/triton-h200-machine.txt"
 timeout 400 python3 bench/device_triton.py --out "$OUT" 2>&1 | tee "$OUT/triton-h200-checks.txt"
 rc=${PIPESTATUS[0]}
+# the same through the GPU-marked tests (pytest is on the device's Python)
+timeout 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_triton_gpu.py 2>&1 | tee "$OUT/triton-h200-gpu-pytest.txt"
+[ "${PIPESTATUS[0]}" = 0 ] || rc=1
 echo "device_triton: exit $rc"
 exit $rc
