@@ -54,7 +54,11 @@ async def test_show_sass_lens_command_view_and_hover(client: LanguageClient, tmp
     uri = src.as_uri()
     open_doc(client, uri, VEC_ADD)
     (lens,) = await _lenses(client, uri)
-    assert lens.command.title == "Show SASS" and list(lens.command.arguments) == [uri, "vec_add"]
+    assert lens.command.title == "Show SASS" and list(lens.command.arguments) == [
+        uri,
+        "vec_add",
+        "open",
+    ]
     assert "FADD" not in await _hover_text(client, uri, ADD_LINE)  # nothing assembled yet
 
     result = await _show_sass(client, *lens.command.arguments)
@@ -62,6 +66,11 @@ async def test_show_sass_lens_command_view_and_hover(client: LanguageClient, tmp
     assert result["kernel"] == "vec_add" and "registers" in result["summary"]
     view = tmp_path / ".ptxls" / "show" / "vec_add.sass"
     assert result["uri"] == view.as_uri() and view.read_text() == result["sass"]
+    for _ in range(100):  # asked of the client without waiting for its answer
+        if client.shown_documents:
+            break
+        await asyncio.sleep(0.02)
+    assert [d.uri for d in client.shown_documents] == [view.as_uri()]
     lines = result["sass"].splitlines()
     at = lines.index(f"// vec_add.ptx:{ADD_LINE + 1}: {VEC_ADD.splitlines()[ADD_LINE].strip()}")
     assert "FADD" in lines[at + 1]

@@ -119,7 +119,9 @@ def _document(ls: PtxlsServer, uri: str) -> tuple[str | None, int | None, str | 
     return None, None, None
 
 
-async def show_sass(ls: PtxlsServer, uri: str = "", kernel: str = "", *_rest) -> dict:
+async def show_sass(ls: PtxlsServer, uri: str = "", kernel: str = "", *rest) -> dict:
+    """Arguments: uri, kernel ("" for every function), and "open" from a code lens or code
+    action (the editor runs those without looking at the result: the server opens the view)."""
     bad = _bad_arguments(uri, kernel)
     if bad is not None:
         return bad
@@ -155,10 +157,11 @@ async def show_sass(ls: PtxlsServer, uri: str = "", kernel: str = "", *_rest) ->
         "sass": view,
         "kernel": entry.name if entry else "",
     }
-    return _write_view(ls, uri, entry.name if entry else "all", view, result)
+    opens = "open" in rest
+    return _write_view(ls, uri, entry.name if entry else "all", view, result, opens)
 
 
-def _write_view(ls: PtxlsServer, uri: str, name: str, view: str, result: dict) -> dict:
+def _write_view(ls: PtxlsServer, uri: str, name: str, view: str, result: dict, opens: bool) -> dict:
     path = to_path(uri)
     root = workspace_root(ls.workspace, Path(path)) if path else None
     if root is None:
@@ -173,7 +176,10 @@ def _write_view(ls: PtxlsServer, uri: str, name: str, view: str, result: dict) -
         result["summary"] += f" (view not written: {e})"
         return result
     result["uri"] = written.as_uri()
-    show_result(ls, result["uri"])
+    if opens:
+        ls.show_document(result["uri"])
+    else:
+        show_result(ls, result["uri"])
     return result
 
 
@@ -245,7 +251,7 @@ def code_lenses(ls: PtxlsServer, params: types.CodeLensParams) -> list[types.Cod
         if entry is not None and entry.registers is not None:
             title += f" ({entry.registers} registers, {entry.instruction_count} instructions)"
         where = convert.line_range(line, col, col + len(name))
-        lenses.append(convert.code_lens(where, title, COMMAND, [uri, name]))
+        lenses.append(convert.code_lens(where, title, COMMAND, [uri, name, "open"]))
     return lenses
 
 
@@ -270,7 +276,7 @@ def code_actions(ls: PtxlsServer, params: types.CodeActionParams) -> list[types.
     if kernel is None:
         return []
     title = f"Show SASS for this kernel ({short_name(kernel, 60)})"
-    return [convert.code_action(title, COMMAND, [uri, kernel], kind="source")]
+    return [convert.code_action(title, COMMAND, [uri, kernel, "open"], kind="source")]
 
 
 def register(server: PtxlsServer) -> None:
