@@ -7,10 +7,16 @@ import json
 import sys
 from pathlib import Path
 
-from ptxls.diagnostics.cuda_check import check_cuda
-from ptxls.diagnostics.engine import PtxasUnavailable, PtxCheckOptions, check_ptx, split_lines
+from ptxls.diagnostics.engine import (
+    CudaCheckOptions,
+    DocumentCheckOptions,
+    PtxasUnavailable,
+    PtxCheckOptions,
+    check_text,
+    split_lines,
+)
 from ptxls.diagnostics.model import CheckResult, Severity
-from ptxls.diagnostics.text_guard import binary_problem, decode_bytes
+from ptxls.diagnostics.text_guard import decode_bytes
 from ptxls.toolchain.arch import choose_arch
 
 from .output_format import markdown_to_text
@@ -29,19 +35,12 @@ async def check_file(
 ) -> CheckResult:
     """Raises OSError (unreadable file) and PtxasUnavailable (no ptxas)."""
     text = decode_bytes(path.read_bytes())
-    bad = binary_problem(text)
-    if bad is not None:
-        return CheckResult(problems=[bad], ran_tool=False)
-    if path.suffix in (".cu", ".cuh"):
-        return await check_cuda(
-            text,
-            file_path=str(path),
-            arch=choose_arch(arch, None),
-            nvcc_path=nvcc,
-            timeout=timeout,
-        )
-    opts = PtxCheckOptions(arch=arch, ptxas_path=ptxas, file_name=path.name, timeout=timeout)
-    return await check_ptx(text, opts)
+    opts = DocumentCheckOptions(
+        language="cuda" if path.suffix in (".cu", ".cuh") else "ptx",
+        ptx=PtxCheckOptions(arch=arch, ptxas_path=ptxas, file_name=path.name, timeout=timeout),
+        cuda=CudaCheckOptions(arch=arch, nvcc_path=nvcc, file_path=str(path), timeout=timeout),
+    )
+    return await check_text(text, opts)
 
 
 # ptxas's words when --arch is older than the file's .target

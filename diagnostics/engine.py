@@ -1,26 +1,30 @@
-"""The diagnostics engine for PTX: instant lints plus ptxas, merged, placed and capped.
+"""The diagnostics engine: instant lints plus ptxas (nvcc for CUDA), merged, placed and capped.
 
 One engine serves the language server, ``ptxls check`` and the lowering loop, so the three
-always agree on what is wrong with a piece of PTX.
+always agree on what is wrong with a piece of PTX. ``check_document`` is the entry point for a
+whole document: it refuses binary content before any tool runs and delivers the instant lints
+before ptxas's answer when ptxas is slow.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable
+from dataclasses import dataclass, field
 
 from ptxls.frontend.ptx import PtxModule, parse_ptx, scan_header
 from ptxls.toolchain.arch import choose_arch
 from ptxls.toolchain.discovery import Tool, ToolNotFound, find_ptxas
 from ptxls.toolchain.ptxas import run_ptxas
 
+from .cuda_check import check_cuda
 from .isa_lints import lint_availability
 from .lints import lint_ptx
 from .model import CheckResult, Problem, Severity
 from .ptxas_output import parse_ptxas_output, place_messages
 from .resources import block_size_hints_of, parse_ptxas_verbose
+from .text_guard import binary_problem
 
 MAX_PROBLEMS = 500
 
@@ -35,6 +39,9 @@ class PtxCheckOptions:
     # ptxas -v: registers, spills, shared memory per entry (CheckResult.usage); costs ptxas
     # nothing measurable, and the editor shows it on the .entry line
     verbose: bool = False
+    # keep what ptxas assembled (CheckResult.cubin): the lowering loop's GPU test loads it, so a
+    # candidate is assembled once
+    want_cubin: bool = False
 
 
 class PtxasUnavailable(Exception):
@@ -153,6 +160,7 @@ async def check_ptx(
             timeout=opts.timeout,
             file_name=opts.file_name,
             extra_args=("-v",) if opts.verbose else (),
+            want_cubin=opts.want_cubin,
         )
     )
     try:
@@ -209,9 +217,113 @@ async def check_ptx(
             )
         )
     result.problems = merge(lint_problems, tool_problems, opts.max_problems)
+    result.cubin = run.cubin
     if opts.verbose and run.returncode == 0:
         result.usage = parse_ptxas_verbose(run.stderr + "\n" + run.stdout, arch)
         hints = block_size_hints_of(module)
         for u in result.usage:
             u.block_size_hint = hints.get(u.name)
     return result
+
+
+# -- a whole document: the binary guard, lint-first delivery, PTX or CUDA -----------------------
+
+
+@dataclass
+class CudaCheckOptions:
+    arch: str | None = None  # the setting; None = the local GPU, else sm_90
+    nvcc_path: str | None = None
+    file_path: str | None = None  # where the file lives, for its #include "..."
+    timeout: float = 60.0
+
+
+@dataclass
+class DocumentCheckOptions:
+    language: str = "ptx"  # "ptx" or "cuda"
+    ptx: PtxCheckOptions = field(default_factory=PtxCheckOptions)
+    cuda: CudaCheckOptions = field(default_factory=CudaCheckOptions)
+    # False: the in-process lints only (the editor's large file between saves)
+    run_tool: bool = True
+    # Deliver the lints on their own when ptxas has not answered after this many seconds
+    # (small files answer within it, so the person sees one delivery); None: never.
+    lints_alone_after_s: float | None = None
+    guard_source: str = "ptxls"  # the source named on the binary-content problem
+
+
+@dataclass
+class CheckStep:
+    """One delivery of check_document: the lints ahead of ptxas (``final`` False), or the
+    last word (the binary guard's problem, the lints alone, or lints + the tool's)."""
+
+    result: CheckResult
+    final: bool
+    binary: bool = False  # the guard refused the text: nothing else ran
+
+
+def _lints_only(problems: list[Problem]) -> CheckResult:
+    return CheckResult(problems=problems, ran_tool=False)
+
+
+def _start_lints(text: str) -> asyncio.Future:
+    if len(text) < INLINE_LINT_BYTES:
+        done = asyncio.get_running_loop().create_future()
+        done.set_result(instant_check(text))
+        return done
+    return asyncio.ensure_future(asyncio.to_thread(instant_check, text))
+
+
+async def check_document(
+    text: str, opts: DocumentCheckOptions | None = None
+) -> AsyncIterator[CheckStep]:
+    """The checks of one document, as they become known; the last step is ``final``.
+
+    Binary or mis-decoded content gets one problem and no tool run. For PTX, when ptxas is
+    missing the lints are delivered first and PtxasUnavailable is raised after them.
+    Cancelling the consumer kills a running ptxas."""
+    opts = opts or DocumentCheckOptions()
+    bad = binary_problem(text, opts.guard_source)
+    if bad is not None:
+        yield CheckStep(_lints_only([bad]), final=True, binary=True)
+        return
+    if opts.language == "cuda":
+        yield CheckStep(await _check_cuda(text, opts.cuda), final=True)
+        return
+    lint_job = _start_lints(text)
+    if not opts.run_tool:
+        _, lints = await lint_job
+        yield CheckStep(_lints_only(lints), final=True)
+        return
+    ptxas_job = asyncio.ensure_future(check_ptx(text, opts.ptx, lints=asyncio.shield(lint_job)))
+    try:
+        if opts.lints_alone_after_s is not None:
+            done, _ = await asyncio.wait({ptxas_job}, timeout=opts.lints_alone_after_s)
+            if not done:  # ptxas is slow on this one: what is certain now, ptxas's word later
+                _, lints = await lint_job
+                if not ptxas_job.done():
+                    yield CheckStep(_lints_only(lints), final=False)
+        result = await ptxas_job
+    except PtxasUnavailable:
+        _, lints = await lint_job
+        yield CheckStep(_lints_only(lints), final=False)
+        raise
+    finally:
+        ptxas_job.cancel()  # no-op when done; kills ptxas when the consumer is cancelled
+    yield CheckStep(result, final=True)
+
+
+async def _check_cuda(text: str, opts: CudaCheckOptions) -> CheckResult:
+    return await check_cuda(
+        text,
+        file_path=opts.file_path,
+        arch=choose_arch(opts.arch, None),
+        nvcc_path=opts.nvcc_path,
+        timeout=opts.timeout,
+    )
+
+
+async def check_text(text: str, opts: DocumentCheckOptions | None = None) -> CheckResult:
+    """check_document's last word alone (``ptxls check``). Raises PtxasUnavailable."""
+    last = CheckResult()
+    async for step in check_document(text, opts):
+        last = step.result
+    return last

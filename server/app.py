@@ -1,12 +1,14 @@
 """The ptxls language server object: settings, the diagnostics store, feature hooks, logging.
 
-Features live in ``server/features/``; each module has ``register(server)``. pygls accepts one
-handler per LSP method, so methods that several features answer (hover, code lens, code action)
-are registered once here and ask the providers the features append to:
+Features live in ``server/features/`` (the pattern is described in features/__init__.py). pygls
+accepts one handler per LSP method, so methods that several features answer (hover, code lens,
+code action, completion) are registered once (features/core.py, features/ptx_navigation.py) and
+ask the providers the features append to:
 
-    server.hover_providers:       (server, params) -> Hover | None          (first non-None wins)
+    server.hover_providers:       (server, params) -> Hover | None          (joined)
     server.code_lens_providers:   (server, params) -> list[CodeLens]        (concatenated)
     server.code_action_providers: (server, params) -> list[CodeAction]      (concatenated)
+    server.completion_providers:  (server, text, in_function) -> list[convert.Completion]
 
 Document lifecycle notifications (didOpen/didChange/didSave/didClose) are handled once in
 ``features/ptx_diagnostics.py``; other features hook in through ``server.did_open_hooks``,
@@ -15,6 +17,9 @@ Document lifecycle notifications (didOpen/didChange/didSave/didClose) are handle
 
 A provider may be a coroutine function. Providers must be cheap: they read caches and state,
 never start GPU, compiler or LLM work (that belongs in commands).
+
+A feature's state is its own dataclass, kept by the server: ``server.state(GpuTestState)``
+(made on first use, one per server).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -45,6 +50,8 @@ SERVER_NAME = "ptxls"
 RESTRICTED_SETTINGS = (("ptxasPath",), ("nvccPath",), ("llm", "baseUrl"))
 SERVER_VERSION = "0.1.0"
 
+State = TypeVar("State")
+
 
 class PtxlsServer(LanguageServer):
     def __init__(self) -> None:
@@ -58,6 +65,7 @@ class PtxlsServer(LanguageServer):
         self.hover_providers: list[Callable[..., Any]] = []
         self.code_lens_providers: list[Callable[..., Any]] = []
         self.code_action_providers: list[Callable[..., Any]] = []
+        self.completion_providers: list[Callable[..., list]] = []
         self.settings_listeners: list[Callable[[Settings], None]] = []
         self.initialized_hooks: list[Callable[..., Any]] = []  # (server) -> None | awaitable
         self.did_open_hooks: list[Callable[..., None]] = []
@@ -77,8 +85,17 @@ class PtxlsServer(LanguageServer):
         self.workspace_trusted = False
         self.client_applies_trust = False  # the client filters workspace settings by trust
         self.user_settings: dict = {}  # the ptxls section of initializationOptions
+        self._feature_states: dict[type, object] = {}
 
-    def start_io(self, stdin=None, stdout=None) -> None:  # noqa: ANN001 - pygls' signature
+    def state(self, kind: type[State]) -> State:
+        """The feature state of type ``kind`` (a dataclass the feature module declares), made
+        on first use; one per server, so a test's or a second server's state is its own."""
+        found = self._feature_states.get(kind)
+        if found is None:
+            found = self._feature_states[kind] = kind()
+        return found  # type: ignore[return-value]
+
+    def start_io(self, stdin=None, stdout=None) -> None:  # pygls' signature
         """Serve over stdio with ptxls's message loop instead of pygls' (framing resync, size
         limit, an answer to every request, LSP lifecycle: see transport.py). The process exit
         code is left in ``exit_code``."""
@@ -105,7 +122,51 @@ class PtxlsServer(LanguageServer):
         with contextlib.suppress(Exception):
             self.window_show_message(types.ShowMessageParams(type=kind, message=message))
 
-    def report_server_error(self, error: Exception, source) -> None:  # noqa: ANN001
+    def show_message(self, message: str, kind: types.MessageType = types.MessageType.Warning):
+        """A popup every time (tell_once for what may repeat per keystroke)."""
+        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+    def show_document(self, uri: str) -> None:
+        """Ask the client to open ``uri``, when it says it can; never wait for its answer in a
+        command (a client busy waiting for the command's result would deadlock us), and a
+        client without showDocument still gets the uri in the command's result."""
+        window = self.client_capabilities.window
+        support = window.show_document if window else None
+        if not (support and support.support):
+            return
+
+        async def show() -> None:
+            try:
+                await asyncio.wait_for(
+                    self.window_show_document_async(
+                        types.ShowDocumentParams(uri=uri, take_focus=True)
+                    ),
+                    30,
+                )
+            except Exception as e:  # opening is a courtesy
+                self.log_message(f"showDocument {uri} failed: {e}")
+
+        asyncio.get_running_loop().create_task(show())
+
+    async def apply_edit(self, edit: types.WorkspaceEdit, label: str):
+        """workspace/applyEdit; None when the client cannot apply edits."""
+        caps = self.client_capabilities.workspace
+        if not (caps and caps.apply_edit):
+            return None
+        return await self.workspace_apply_edit_async(
+            types.ApplyWorkspaceEditParams(edit=edit, label=label)
+        )
+
+    def refresh_code_lenses(self) -> None:
+        """Ask the client to ask again for code lenses (their titles changed)."""
+        caps = self.client_capabilities.workspace
+        if caps and caps.code_lens and caps.code_lens.refresh_support:
+            try:
+                self.workspace_code_lens_refresh(None)
+            except Exception as e:  # a refresh is a courtesy
+                log.info("code lens refresh failed: %s", e)
+
+    def report_server_error(self, error: Exception, source) -> None:
         """Log handler exceptions (with the traceback) instead of pygls' popup per failure,
         at most once a second per kind of error so a bug on every keystroke stays readable."""
         key = f"{type(error).__name__}:{error}"

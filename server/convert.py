@@ -1,10 +1,21 @@
-"""Domain results → LSP types. The only place that knows both."""
+"""Domain results → LSP types: the one module that knows both.
+
+Features compute in domain terms (``Problem``, ``Span``, ``OutlineItem``, a kernel's line and
+columns, markdown text) and hand the result to a function here; none of them builds an
+lsprotocol object itself. The server object (app.py) and progress.py build the protocol's own
+messages (log, show, publish, progress); registration options stay where a feature registers.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from lsprotocol import types
 
 from ptxls.diagnostics.model import Problem, Severity
+from ptxls.frontend.ptx import Span
+from ptxls.frontend.ptx_index import OutlineItem
 
 _SEVERITY = {
     Severity.ERROR: types.DiagnosticSeverity.Error,
@@ -12,6 +23,51 @@ _SEVERITY = {
     Severity.INFO: types.DiagnosticSeverity.Information,
     Severity.HINT: types.DiagnosticSeverity.Hint,
 }
+
+_SYMBOL_KIND = {
+    "entry": types.SymbolKind.Function,
+    "function": types.SymbolKind.Function,
+    "label": types.SymbolKind.Key,
+    "variable": types.SymbolKind.Variable,
+}
+
+_COMPLETION_KIND = {
+    "register": types.CompletionItemKind.Variable,
+    "special-register": types.CompletionItemKind.Constant,
+    "directive": types.CompletionItemKind.Keyword,
+    "modifier": types.CompletionItemKind.EnumMember,
+    "opcode": types.CompletionItemKind.Function,
+    "label": types.CompletionItemKind.Reference,
+    "snippet": types.CompletionItemKind.Snippet,
+}
+
+# What a hover joined from several providers puts between their texts.
+HOVER_SEPARATOR = "\n\n---\n\n"
+
+
+# -- places ------------------------------------------------------------------------------------
+
+
+def range_of(span: Span) -> types.Range:
+    return types.Range(
+        start=types.Position(line=span.start.line, character=span.start.col),
+        end=types.Position(line=span.end.line, character=span.end.col),
+    )
+
+
+def line_range(line: int, start_col: int, end_col: int) -> types.Range:
+    """Columns ``start_col``..``end_col`` of one line (a kernel's name, a token)."""
+    return types.Range(
+        start=types.Position(line=line, character=start_col),
+        end=types.Position(line=line, character=end_col),
+    )
+
+
+def location(uri: str, span: Span) -> types.Location:
+    return types.Location(uri=uri, range=range_of(span))
+
+
+# -- diagnostics -------------------------------------------------------------------------------
 
 
 def to_diagnostic(p: Problem, lines: list[str] | None = None) -> types.Diagnostic:
@@ -31,4 +87,139 @@ def to_diagnostic(p: Problem, lines: list[str] | None = None) -> types.Diagnosti
         severity=_SEVERITY[p.severity],
         source=p.source,
         code=p.code,
+    )
+
+
+def to_diagnostics(problems: Sequence[Problem], lines: list[str] | None = None):
+    return [to_diagnostic(p, lines) for p in problems]
+
+
+# -- hovers ------------------------------------------------------------------------------------
+
+
+def markdown(text: str) -> types.MarkupContent:
+    return types.MarkupContent(kind=types.MarkupKind.Markdown, value=text)
+
+
+def markdown_hover(text: str, where: Span | types.Range) -> types.Hover:
+    """A markdown hover over ``where`` (a domain span, or a range from line_range)."""
+    rng = where if isinstance(where, types.Range) else range_of(where)
+    return types.Hover(contents=markdown(text), range=rng)
+
+
+def join_hovers(hovers: list[types.Hover]) -> types.Hover | None:
+    """Several providers' hovers on one spot as one (the first one's range)."""
+    if len(hovers) <= 1:
+        return hovers[0] if hovers else None
+    parts = [
+        h.contents.value if isinstance(h.contents, types.MarkupContent) else str(h.contents)
+        for h in hovers
+    ]
+    return markdown_hover(HOVER_SEPARATOR.join(parts), hovers[0].range)
+
+
+# -- commands: code lenses and code actions ----------------------------------------------------
+
+
+def command(title: str, name: str, arguments: list) -> types.Command:
+    return types.Command(title=title, command=name, arguments=arguments)
+
+
+def code_lens(where: types.Range, title: str, name: str, arguments: list) -> types.CodeLens:
+    return types.CodeLens(range=where, command=command(title, name, arguments))
+
+
+def code_action(
+    title: str, name: str, arguments: list, kind: str = "refactor.rewrite"
+) -> types.CodeAction:
+    return types.CodeAction(
+        title=title, kind=types.CodeActionKind(kind), command=command(title, name, arguments)
+    )
+
+
+# -- outline and completion --------------------------------------------------------------------
+
+
+def document_symbol(item: OutlineItem) -> types.DocumentSymbol:
+    return types.DocumentSymbol(
+        name=item.name,
+        kind=_SYMBOL_KIND[item.kind],
+        range=range_of(item.span),
+        selection_range=range_of(item.selection),
+        detail=item.detail or None,
+        children=[document_symbol(c) for c in item.children] or None,
+    )
+
+
+@dataclass
+class Completion:
+    """One completion in domain words; ``kind`` is a key of _COMPLETION_KIND."""
+
+    label: str
+    kind: str
+    detail: str | None = None
+    documentation_markdown: str | None = None
+    insert_text: str | None = None  # plain text, not a snippet
+    filter_text: str | None = None
+    sort_text: str | None = None
+
+
+def completion_item(c: Completion) -> types.CompletionItem:
+    return types.CompletionItem(
+        label=c.label,
+        kind=_COMPLETION_KIND[c.kind],
+        detail=c.detail,
+        documentation=(
+            None if c.documentation_markdown is None else markdown(c.documentation_markdown)
+        ),
+        insert_text=c.insert_text,
+        insert_text_format=types.InsertTextFormat.PlainText if c.insert_text else None,
+        filter_text=c.filter_text,
+        sort_text=c.sort_text,
+    )
+
+
+def completion_list(items: list[Completion]) -> types.CompletionList:
+    return types.CompletionList(is_incomplete=False, items=[completion_item(c) for c in items])
+
+
+# -- workspace edits ---------------------------------------------------------------------------
+
+
+def _insert_at_start(uri: str, text: str, version: int | None = None) -> types.TextDocumentEdit:
+    return types.TextDocumentEdit(
+        text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
+        edits=[types.TextEdit(range=line_range(0, 0, 0), new_text=text)],
+    )
+
+
+def new_file_edit(uri: str, text: str, *, may_exist: bool = False) -> types.WorkspaceEdit:
+    """Create ``uri`` and put ``text`` in it. ``may_exist``: an untitled document the client may
+    already hold (then it is reused); otherwise an existing file makes the edit fail."""
+    options = (
+        types.CreateFileOptions(ignore_if_exists=True)
+        if may_exist
+        else types.CreateFileOptions(overwrite=False, ignore_if_exists=False)
+    )
+    return types.WorkspaceEdit(
+        document_changes=[types.CreateFile(uri=uri, options=options), _insert_at_start(uri, text)]
+    )
+
+
+def replace_all_edit(uri: str, version: int | None, old: str, text: str) -> types.WorkspaceEdit:
+    """Replace the whole of ``old`` (the document's current text, at ``version``) by ``text``."""
+    lines = old.split("\n")
+    whole = types.Range(
+        start=types.Position(line=0, character=0),
+        end=types.Position(line=len(lines) - 1, character=len(lines[-1])),
+    )
+    return types.WorkspaceEdit(
+        document_changes=[
+            types.TextDocumentEdit(
+                text_document=types.OptionalVersionedTextDocumentIdentifier(
+                    uri=uri, version=version
+                ),
+                edits=[types.TextEdit(range=whole, new_text=text)],
+            )
+        ]
     )

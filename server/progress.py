@@ -13,7 +13,7 @@ log = logging.getLogger("ptxls")
 
 
 class CommandProgress:
-    def __init__(self, ls, title: str):  # noqa: ANN001 - a PtxlsServer
+    def __init__(self, ls, title: str):  # a PtxlsServer
         self.ls, self.title, self.token = ls, title, str(uuid.uuid4())
         self.enabled = False
         self.cancel = asyncio.Event()
@@ -24,7 +24,7 @@ class CommandProgress:
             return
         try:
             await self.ls.work_done_progress.create_async(self.token)
-        except Exception as e:  # noqa: BLE001 - progress is a courtesy; the work goes on
+        except Exception as e:  # progress is a courtesy; the work goes on
             log.info("client refused a progress token: %s", e)
             return
         self.enabled = True

@@ -16,9 +16,6 @@ class DiagnosticStore:
     def set(self, uri: str, producer: str, diagnostics: list[types.Diagnostic]) -> None:
         self._slices.setdefault(uri, {})[producer] = list(diagnostics)
 
-    def get(self, uri: str, producer: str) -> list[types.Diagnostic]:
-        return list(self._slices.get(uri, {}).get(producer, []))
-
     def all(self, uri: str) -> list[types.Diagnostic]:
         return [d for slice_ in self._slices.get(uri, {}).values() for d in slice_]
 

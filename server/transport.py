@@ -126,7 +126,7 @@ class MessageLoop:
                     loop.call_soon_threadsafe(queue.put_nowait, item)
                     if item is _END:
                         return
-            except Exception:  # noqa: BLE001 - the stream broke: end the session, say why
+            except Exception:  # the stream broke: end the session, say why
                 log.exception("reading the client's input failed")
                 loop.call_soon_threadsafe(queue.put_nowait, _END)
 
@@ -201,20 +201,7 @@ class MessageLoop:
             if is_request:
                 self.send_error(msg_id, INVALID_REQUEST, "Invalid Request: method is not a string")
             return
-        if not self.initialize_seen and method not in ("initialize", "exit"):
-            if is_request:
-                self.send_error(msg_id, SERVER_NOT_INITIALIZED,
-                                f"the server is not initialized: send 'initialize' before {method!r}")  # fmt: skip
-            return
-        if getattr(self.protocol, "_shutdown", False) and method != "exit":
-            if is_request:
-                self.send_error(msg_id, INVALID_REQUEST,
-                                "Invalid Request: the server was asked to shut down")  # fmt: skip
-            return
-        if is_request and _is_notification(self.protocol, method):
-            # pygls would run it as a notification and never answer the id.
-            self.send_error(msg_id, INVALID_REQUEST,
-                            f"Invalid Request: {_short(method)} is a notification (no id)")  # fmt: skip
+        if self._out_of_turn(method, msg_id, is_request):
             return
         try:
             message = self.protocol.structure_message(data)
@@ -248,6 +235,26 @@ class MessageLoop:
             if is_request:
                 self.send_error(msg_id, -32603, f"Internal error: {type(e).__name__}")
 
+    def _out_of_turn(self, method: str | None, msg_id, is_request: bool) -> bool:
+        """A message the LSP lifecycle does not allow now (before initialize, after shutdown)
+        or a notification sent with an id: refused (a request gets its error), never run."""
+        if not self.initialize_seen and method not in ("initialize", "exit"):
+            if is_request:
+                self.send_error(msg_id, SERVER_NOT_INITIALIZED,
+                                f"the server is not initialized: send 'initialize' before {method!r}")  # fmt: skip
+            return True
+        if getattr(self.protocol, "_shutdown", False) and method != "exit":
+            if is_request:
+                self.send_error(msg_id, INVALID_REQUEST,
+                                "Invalid Request: the server was asked to shut down")  # fmt: skip
+            return True
+        if is_request and _is_notification(self.protocol, method):
+            # pygls would run it as a notification and never answer the id.
+            self.send_error(msg_id, INVALID_REQUEST,
+                            f"Invalid Request: {_short(method)} is a notification (no id)")  # fmt: skip
+            return True
+        return False
+
     def _resync(self, body: bytes) -> None:
         """A body that is not JSON may hold the start of the next message (its announced length
         was too long): read again from the first header inside it."""
@@ -276,7 +283,7 @@ def _is_notification(protocol, method: str) -> bool:
     """Whether the LSP defines ``method`` as a notification (its message type has no id)."""
     try:
         cls = protocol.get_message_type(method)
-    except Exception:  # noqa: BLE001 - an unknown method is not a notification
+    except Exception:  # an unknown method is not a notification
         return False
     fields = getattr(cls, "__attrs_attrs__", None)
     return fields is not None and not any(f.name == "id" for f in fields)

@@ -13,9 +13,12 @@ write differently for the same file.
 from __future__ import annotations
 
 import re
-from urllib.parse import unquote
+from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 from pygls.uris import to_fs_path
+
+from ptxls.lowering.safe_write import is_inside
 
 _DRIVE = re.compile(r"^file:///([A-Za-z]):", re.ASCII)
 
@@ -52,7 +55,25 @@ def to_path(uri: str) -> str | None:
         return None
     try:
         path = to_fs_path(uri)
-    except Exception:  # noqa: BLE001 - a malformed URI names no file
+    except Exception:  # a malformed URI names no file
         return None
     # '%00' decodes to a NUL, which no file name holds (every file call raises ValueError).
     return None if path is None or "\0" in path else path
+
+
+def uri_to_path(uri: str) -> Path:
+    """The path part of any URI, decoded (for workspace folders and command arguments)."""
+    return Path(unquote(urlparse(uri).path))
+
+
+def workspace_root(workspace, path: Path) -> Path | None:  # pygls' Workspace
+    """The workspace folder ``path`` lies in (symlinks resolved), or None: then nothing is
+    written beside it (a result is shown as an untitled document instead)."""
+    for folder in (workspace.folders or {}).values():
+        root = uri_to_path(folder.uri)
+        if is_inside(path, root):
+            return root
+    root = workspace.root_path
+    if root and is_inside(path, root):
+        return Path(root)
+    return None

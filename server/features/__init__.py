@@ -1,33 +1,71 @@
-"""Feature registration: each module has ``register(server)``; optional ones may be absent."""
+"""The server's features, one module each, registered in FEATURES order.
+
+The pattern every feature module follows (copy it for a new one):
+
+    '''What the feature does for the person, which LSP methods / commands / hooks it uses.'''
+
+    @dataclass
+    class SassState:                      # the feature's own state, declared, with defaults
+        listings: dict[str, Listing] = field(default_factory=dict)
+
+    def hover(ls: PtxlsServer, params: types.HoverParams) -> types.Hover | None:
+        state = ls.state(SassState)       # typed: never getattr(ls, ...) or setattr
+        found = sass.lookup(...)          # the domain does the work (no lsprotocol there)
+        return convert.markdown_hover(found.text, found.span) if found else None
+
+    async def show_sass(ls: PtxlsServer, uri: str = "", kernel: str = "", *_rest) -> dict:
+        ...                               # a command: arguments come from the client, check them
+
+    def register(server: PtxlsServer) -> None:
+        server.hover_providers.append(hover)
+        server.did_close_hooks.append(on_close)
+        server.command(COMMAND)(show_sass)
+        server.feature(types.TEXT_DOCUMENT_X)(handler)   # a method no other feature answers
+
+Rules: handlers are module-level and thin (params → the domain → convert.py); every lsprotocol
+object a feature returns is built in ``server/convert.py``; hover, code lens, code action and
+completion go through the server's provider lists (one handler per LSP method, in core.py and
+ptx_navigation.py), document open/change/save/close through its ``did_*_hooks``; providers and
+hooks return at once (slow work runs as a task, crash-prone work in its own process).
+"""
 
 from __future__ import annotations
 
-import importlib
-import logging
-
-log = logging.getLogger("ptxls")
+from ..app import PtxlsServer
+from . import (
+    core,
+    cuda_diagnostics,
+    gputest_feature,
+    kernels,
+    key_scrub,
+    library_feature,
+    lowering_feature,
+    ptx_diagnostics,
+    ptx_navigation,
+    sass_feature,
+    show_ptx,
+    status,
+    triton_feature,
+)
 
 # Order matters only for hover/code-lens providers: earlier ones answer first.
-_REQUIRED = [
-    "key_scrub",
-    "core",
-    "ptx_diagnostics",
-    "cuda_diagnostics",
-    "status",
-    "ptx_navigation",
-    "show_ptx",
-]
-_OPTIONAL = ["gputest_feature", "lowering_feature", "library_feature"]
+FEATURES = (
+    key_scrub,
+    core,
+    ptx_diagnostics,
+    cuda_diagnostics,
+    status,
+    ptx_navigation,
+    show_ptx,
+    sass_feature,
+    kernels,
+    gputest_feature,
+    lowering_feature,
+    triton_feature,
+    library_feature,
+)
 
 
-def register_all(server) -> None:  # noqa: ANN001
-    for name in _REQUIRED:
-        importlib.import_module(f"{__name__}.{name}").register(server)
-    for name in _OPTIONAL:
-        try:
-            module = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as e:
-            if e.name and e.name.endswith(name):
-                continue  # that feature is not part of this build
-            raise
-        module.register(server)
+def register_all(server: PtxlsServer) -> None:
+    for feature in FEATURES:
+        feature.register(server)

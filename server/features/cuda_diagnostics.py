@@ -7,64 +7,73 @@ in typing (4 × the PTX debounce, at least 600 ms) rather than on every keystrok
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 
-from ptxls.diagnostics.cuda_check import check_cuda
-from ptxls.diagnostics.engine import split_lines
-from ptxls.diagnostics.text_guard import binary_problem
-from ptxls.toolchain.arch import choose_arch
+from ptxls.diagnostics.engine import (
+    CudaCheckOptions,
+    DocumentCheckOptions,
+    check_text,
+    split_lines,
+)
 
 from ..app import PtxlsServer
-from ..convert import to_diagnostic
+from ..convert import to_diagnostics
 from .jobs import DocumentJobs
 from .languages import CUDA, language_of
 
 PRODUCER = "cuda-check"
 
 
-def register(server: PtxlsServer) -> None:
-    jobs = DocumentJobs("nvcc")
-
-    def schedule(ls: PtxlsServer, uri: str, delay: float) -> None:
-        doc = ls.open_document(uri)
-        if doc is None or language_of(uri, doc.language_id) != CUDA:
-            return
-        jobs.start(uri, _check(ls, uri, doc.version, delay))
-
-    server.did_open_hooks.append(lambda ls, p: schedule(ls, p.text_document.uri, 0))
-    server.did_save_hooks.append(lambda ls, p: schedule(ls, p.text_document.uri, 0))
-    server.did_change_hooks.append(
-        lambda ls, p: schedule(
-            ls, p.text_document.uri, max(0.6, 4 * ls.settings.debounce_ms / 1000)
-        )
-    )
-    server.did_close_hooks.append(lambda ls, p: jobs.cancel(p.text_document.uri))
+@dataclass
+class CudaCheckState:
+    jobs: DocumentJobs = field(default_factory=lambda: DocumentJobs("nvcc"))
 
 
-async def _check(server: PtxlsServer, uri: str, version: int | None, delay: float) -> None:
+def _schedule(ls: PtxlsServer, uri: str, delay: float) -> None:
+    doc = ls.open_document(uri)
+    if doc is None or language_of(uri, doc.language_id) != CUDA:
+        return
+    ls.state(CudaCheckState).jobs.start(uri, _check(ls, uri, doc.version, delay))
+
+
+def on_open_or_save(ls: PtxlsServer, params) -> None:
+    _schedule(ls, params.text_document.uri, 0)
+
+
+def on_change(ls: PtxlsServer, params) -> None:
+    _schedule(ls, params.text_document.uri, max(0.6, 4 * ls.settings.debounce_ms / 1000))
+
+
+def on_close(ls: PtxlsServer, params) -> None:
+    ls.state(CudaCheckState).jobs.cancel(params.text_document.uri)
+
+
+async def _check(ls: PtxlsServer, uri: str, version: int | None, delay: float) -> None:
     if delay:
         await asyncio.sleep(delay)
-    doc = server.open_document(uri)
+    doc = ls.open_document(uri)
     if doc is None or doc.version != version:
         return
     text = doc.source
-    lines = split_lines(text)
-    bad = binary_problem(text, source="nvcc")
-    if bad is not None:
-        problems = [bad]
-    else:
-        path = doc.path if uri.startswith("file:") else None
-        result = await check_cuda(
-            text,
-            file_path=path,
-            arch=choose_arch(server.settings.arch, None),
-            nvcc_path=server.settings.nvcc_path,
-            timeout=server.settings.ptxas_timeout_seconds,
-        )
-        for note in result.notes:
-            server.tell_once("cuda-note:" + note, f"ptxls: {note}")
-        problems = result.problems
-    doc = server.open_document(uri)
+    settings = ls.settings
+    cuda = CudaCheckOptions(
+        arch=settings.arch,
+        nvcc_path=settings.nvcc_path,
+        file_path=doc.path if uri.startswith("file:") else None,
+        timeout=settings.ptxas_timeout_seconds,
+    )
+    result = await check_text(text, DocumentCheckOptions("cuda", cuda=cuda, guard_source="nvcc"))
+    for note in result.notes:
+        ls.tell_once("cuda-note:" + note, f"ptxls: {note}")
+    doc = ls.open_document(uri)
     if doc is None or doc.version != version:
         return
-    server.store.set(uri, PRODUCER, [to_diagnostic(p, lines) for p in problems])
-    server.publish(uri, version)
+    ls.store.set(uri, PRODUCER, to_diagnostics(result.problems, split_lines(text)))
+    ls.publish(uri, version)
+
+
+def register(server: PtxlsServer) -> None:
+    server.did_open_hooks.append(on_open_or_save)
+    server.did_save_hooks.append(on_open_or_save)
+    server.did_change_hooks.append(on_change)
+    server.did_close_hooks.append(on_close)

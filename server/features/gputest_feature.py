@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lsprotocol import types
 
+from ptxls.diagnostics.model import Problem, Severity
 from ptxls.gputest import api
 from ptxls.gputest.report import NO_GPU, TestReport, short_tokens
 
+from .. import convert
 from ..app import PtxlsServer, short_name
 from ..progress import CommandProgress
 from ..uris import to_path
@@ -34,24 +36,20 @@ class CachedResult:
     report: TestReport
 
 
+@dataclass
 class GpuTestState:
-    def __init__(self) -> None:
-        self.results: dict[tuple[str, str], CachedResult] = {}
-        self.running: dict[tuple[str, str], asyncio.Task] = {}
+    results: dict[tuple[str, str], CachedResult] = field(default_factory=dict)  # (uri, kernel)
+    running: dict[tuple[str, str], asyncio.Task] = field(default_factory=dict)
 
 
 def _language(uri: str, ls: PtxlsServer) -> str | None:
     doc = ls.open_document(uri)
-    lang = getattr(doc, "language_id", None) if doc else None
+    lang = doc.language_id if doc else None
     if uri.endswith(".ptx") or lang == "ptx":
         return "ptx"
     if uri.endswith((".cu", ".cuh")) or lang in ("cuda", "cuda-cpp"):
         return "cuda"
     return None
-
-
-def _path(uri: str) -> str | None:
-    return to_path(uri)
 
 
 def _kernels(ls: PtxlsServer, uri: str) -> list[tuple[str, int, int]]:
@@ -69,27 +67,29 @@ def _is_stale(ls: PtxlsServer, uri: str, cached: CachedResult) -> bool:
 # -- code lens ---------------------------------------------------------------------------------
 
 
+def _lens_title(ls: PtxlsServer, uri: str, name: str) -> str:
+    state = ls.state(GpuTestState)
+    cached = state.results.get((uri, name))
+    if (uri, name) in state.running:
+        return "GPU test running…"
+    if cached is None:
+        return "Run GPU test"
+    word = {"pass": "passed", NO_GPU: "no GPU"}.get(cached.report.status, "FAILED")
+    stale = ", stale" if _is_stale(ls, uri, cached) else ""
+    return f"Run GPU test (last: {word}{stale})"
+
+
 def code_lenses(ls: PtxlsServer, params: types.CodeLensParams) -> list[types.CodeLens]:
-    state: GpuTestState = ls.gputest_state
     uri = params.text_document.uri
-    lenses = []
-    for name, line, col in _kernels(ls, uri):
-        title = "Run GPU test"
-        cached = state.results.get((uri, name))
-        if (uri, name) in state.running:
-            title = "GPU test running…"
-        elif cached is not None:
-            word = {"pass": "passed", NO_GPU: "no GPU"}.get(cached.report.status, "FAILED")
-            stale = ", stale" if _is_stale(ls, uri, cached) else ""
-            title = f"Run GPU test (last: {word}{stale})"
-        rng = types.Range(types.Position(line, col), types.Position(line, col + len(name)))
-        lenses.append(
-            types.CodeLens(
-                range=rng,
-                command=types.Command(title=title, command=COMMAND, arguments=[uri, name]),
-            )
+    return [
+        convert.code_lens(
+            convert.line_range(line, col, col + len(name)),
+            _lens_title(ls, uri, name),
+            COMMAND,
+            [uri, name],
         )
-    return lenses
+        for name, line, col in _kernels(ls, uri)
+    ]
 
 
 # -- hover -------------------------------------------------------------------------------------
@@ -97,7 +97,7 @@ def code_lenses(ls: PtxlsServer, params: types.CodeLensParams) -> list[types.Cod
 
 def hover(ls: PtxlsServer, params: types.HoverParams) -> types.Hover | None:
     """The cached result for the kernel declared on this line; never starts GPU work."""
-    state: GpuTestState = ls.gputest_state
+    state = ls.state(GpuTestState)
     uri, line = params.text_document.uri, params.position.line
     if not any(key[0] == uri for key in state.results):
         return None  # nothing tested in this file: no need to scan it for kernels (megabytes)
@@ -115,21 +115,18 @@ def hover(ls: PtxlsServer, params: types.HoverParams) -> types.Hover | None:
                 f"_stale: this result is for version {cached.version} of the buffer; it is now "
                 f"version {now}. Run the GPU test again._\n\n" + text
             )
-        rng = types.Range(types.Position(line, col), types.Position(line, col + len(name)))
-        return types.Hover(
-            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text), range=rng
-        )
+        return convert.markdown_hover(text, convert.line_range(line, col, col + len(name)))
     return None
 
 
 # -- diagnostics -------------------------------------------------------------------------------
 
 
-def _diagnostics(ls: PtxlsServer, uri: str) -> list[types.Diagnostic]:
-    state: GpuTestState = ls.gputest_state
+def _problems(ls: PtxlsServer, uri: str) -> list[Problem]:
+    """A failed test's problems where they point (an annotation), else on the kernel's name."""
     where = {name: (line, col) for name, line, col in _kernels(ls, uri)}
     out = []
-    for (u, name), cached in state.results.items():
+    for (u, name), cached in ls.state(GpuTestState).results.items():
         r = cached.report
         if u != uri or r.passed or r.status == NO_GPU or name not in where:
             continue
@@ -139,46 +136,35 @@ def _diagnostics(ls: PtxlsServer, uri: str) -> list[types.Diagnostic]:
         spots = [
             (p.line, p.col, p.end_col if p.end_col > p.col else p.col + 1, short_tokens(p.message))
             for p in r.problems
-            if p.line >= 0 and (not p.file or p.file == _path(uri))
+            if p.line >= 0 and (not p.file or p.file == to_path(uri))
         ]  # annotation problems point at the annotation itself
         if not spots:
             spots = [(line, col, col + len(name), api.failure_feedback(r))]
-        for sline, scol, ecol, message in spots:
-            out.append(
-                types.Diagnostic(
-                    range=types.Range(types.Position(sline, scol), types.Position(sline, ecol)),
-                    message=prefix + message,
-                    severity=types.DiagnosticSeverity.Error,
-                    source=PRODUCER,
-                    code=r.status,
-                )
-            )
+        out += [
+            Problem(sline, scol, ecol, Severity.ERROR, prefix + message, PRODUCER, code=r.status)
+            for sline, scol, ecol, message in spots
+        ]
     return out
 
 
 def _refresh(ls: PtxlsServer, uri: str) -> None:
-    ls.store.set(uri, PRODUCER, _diagnostics(ls, uri))
+    ls.store.set(uri, PRODUCER, convert.to_diagnostics(_problems(ls, uri)))
     doc = ls.open_document(uri)
     ls.publish(uri, doc.version if doc else None)
-    caps = ls.client_capabilities.workspace
-    if caps and caps.code_lens and caps.code_lens.refresh_support:
-        try:
-            ls.workspace_code_lens_refresh(None)
-        except Exception as e:  # noqa: BLE001 - a refresh is a courtesy
-            log.info("code lens refresh failed: %s", e)
+    ls.refresh_code_lenses()
 
 
 def on_change(ls: PtxlsServer, params) -> None:
     """Results are now stale: keep them (hover says so) and move the diagnostics with their
     kernels; the next publish of the document carries them."""
     uri = params.text_document.uri
-    if any(u == uri for u, _ in ls.gputest_state.results):
-        ls.store.set(uri, PRODUCER, _diagnostics(ls, uri))
+    if any(u == uri for u, _ in ls.state(GpuTestState).results):
+        ls.store.set(uri, PRODUCER, convert.to_diagnostics(_problems(ls, uri)))
 
 
 def on_close(ls: PtxlsServer, params) -> None:
     uri = params.text_document.uri
-    state: GpuTestState = ls.gputest_state
+    state = ls.state(GpuTestState)
     for key in [k for k in state.results if k[0] == uri]:
         del state.results[key]
     for key in [k for k in state.running if k[0] == uri]:
@@ -188,67 +174,76 @@ def on_close(ls: PtxlsServer, params) -> None:
 # -- the command -------------------------------------------------------------------------------
 
 
-async def run_gpu_test_command(ls: PtxlsServer, *args) -> dict:
+def _refused(status: str, summary: str) -> dict:
+    return {"ok": False, "status": status, "summary": summary}
+
+
+async def run_gpu_test(ls: PtxlsServer, *args) -> dict:
     """Arguments: uri, kernel. Returns {ok, status, summary} (also for no GPU: never raises)."""
     if len(args) < 2 or not all(isinstance(a, str) for a in args[:2]):
-        return {
-            "ok": False,
-            "status": "bad-arguments",
-            "summary": f"{COMMAND} takes (uri, kernel), got {short_name(repr(list(args)))}",
-        }
+        got = short_name(repr(list(args)))
+        return _refused("bad-arguments", f"{COMMAND} takes (uri, kernel), got {got}")
     uri, kernel = args[0], args[1]
     doc = ls.open_document(uri)
     lang = _language(uri, ls)
     if doc is None or lang is None:
-        return {
-            "ok": False,
-            "status": "not-open",
-            "summary": f"{short_name(uri)} is not an open .ptx/.cu document",
-        }
-    state: GpuTestState = ls.gputest_state
+        return _refused("not-open", f"{short_name(uri)} is not an open .ptx/.cu document")
+    state = ls.state(GpuTestState)
     key = (uri, kernel)
     if key in state.running:
         state.running.pop(key).cancel()  # a second click restarts with the current text
-    version, text, path = doc.version, doc.source, _path(uri)
+    version = doc.version
+    progress = CommandProgress(ls, f"ptxls: GPU test of {short_name(kernel)}")
+    await progress.begin()
+    task = asyncio.get_running_loop().create_task(
+        _test(ls, lang, doc.source, kernel, to_path(uri), progress)
+    )
+    state.running[key] = task
+    ls.refresh_code_lenses()
+    try:
+        report = await _wait_unless_cancelled(task, progress)
+    except asyncio.CancelledError:
+        progress.end("cancelled")
+        return _refused("cancelled", "cancelled")
+    except Exception as e:  # a bug in the harness must not take the server down
+        ls.report_server_error(e, run_gpu_test)
+        progress.end("failed")
+        return _refused("error", short_tokens(f"{type(e).__name__}: {e}"))
+    finally:
+        if state.running.get(key) is task:
+            del state.running[key]
+    state.results[key] = CachedResult(version, report)
+    return _finish(ls, uri, report, progress)
+
+
+async def _test(ls: PtxlsServer, lang: str, text: str, kernel: str, path, progress) -> TestReport:
     s = ls.settings
     # trusted: the person trusts this workspace (the client said so at initialize), so a ref:
     # outside the restricted numpy language may run as Python; otherwise it is refused.
     kw = dict(arch=s.arch, ptxas=s.ptxas_path, nvcc=s.nvcc_path, trusted=ls.workspace_trusted)
-    progress = CommandProgress(ls, f"ptxls: GPU test of {short_name(kernel)}")
-    await progress.begin()
-
-    async def work() -> TestReport:
-        if lang == "ptx":
-            return await api.run_gpu_test(
-                text, kernel, ptx_path=path, on_progress=progress.report, **kw
-            )
-        return await api.run_gpu_test_cuda(
-            text, kernel, path=path or "", on_progress=progress.report, **kw
+    if lang == "ptx":
+        return await api.run_gpu_test(
+            text, kernel, ptx_path=path, on_progress=progress.report, **kw
         )
+    return await api.run_gpu_test_cuda(
+        text, kernel, path=path or "", on_progress=progress.report, **kw
+    )
 
-    task = asyncio.get_running_loop().create_task(work())
-    state.running[key] = task
-    _refresh_lens_only(ls)
+
+async def _wait_unless_cancelled(task: asyncio.Task, progress: CommandProgress) -> TestReport:
+    """The task's report; CancelledError (the task cancelled) when the person cancels."""
     cancel_wait = asyncio.ensure_future(progress.cancel.wait())
     try:
         done, _ = await asyncio.wait({task, cancel_wait}, return_when=asyncio.FIRST_COMPLETED)
-        if task not in done:
-            task.cancel()
-            progress.end("cancelled")
-            return {"ok": False, "status": "cancelled", "summary": "cancelled"}
-        report = task.result()
-    except asyncio.CancelledError:
-        progress.end("cancelled")
-        return {"ok": False, "status": "cancelled", "summary": "cancelled"}
-    except Exception as e:  # a bug in the harness must not take the server down
-        ls.report_server_error(e, run_gpu_test_command)
-        progress.end("failed")
-        return {"ok": False, "status": "error", "summary": short_tokens(f"{type(e).__name__}: {e}")}
     finally:
         cancel_wait.cancel()
-        if state.running.get(key) is task:
-            del state.running[key]
-    state.results[key] = CachedResult(version, report)
+    if task not in done:
+        task.cancel()
+        raise asyncio.CancelledError
+    return task.result()
+
+
+def _finish(ls: PtxlsServer, uri: str, report: TestReport, progress: CommandProgress) -> dict:
     headline = short_tokens(report.summary.splitlines()[0] if report.summary else report.status)
     progress.end(f"{report.status}: {headline}"[:200])
     if report.status == NO_GPU:
@@ -260,22 +255,9 @@ async def run_gpu_test_command(ls: PtxlsServer, *args) -> dict:
             "table": short_tokens(api.format_table(report))}  # fmt: skip
 
 
-def _refresh_lens_only(ls: PtxlsServer) -> None:
-    caps = ls.client_capabilities.workspace
-    if caps and caps.code_lens and caps.code_lens.refresh_support:
-        try:
-            ls.workspace_code_lens_refresh(None)
-        except Exception as e:  # noqa: BLE001
-            log.info("code lens refresh failed: %s", e)
-
-
 def register(server: PtxlsServer) -> None:
-    server.gputest_state = GpuTestState()
     server.code_lens_providers.append(code_lenses)
     server.hover_providers.append(hover)
     server.did_change_hooks.append(on_change)
     server.did_close_hooks.append(on_close)
-
-    @server.command(COMMAND)
-    async def run_gpu_test(ls: PtxlsServer, *args):
-        return await run_gpu_test_command(ls, *args)
+    server.command(COMMAND)(run_gpu_test)

@@ -32,6 +32,3 @@ class DocumentJobs:
         task = self._tasks.pop(uri, None)
         if task is not None and not task.done():
             task.cancel()
-
-    def running(self, uri: str) -> asyncio.Task | None:
-        return self._tasks.get(uri)

@@ -20,7 +20,7 @@ from ptxls.lowering.secrets import install_log_scrubber, scrub
 log = logging.getLogger("ptxls")
 
 
-def _plain(value: Any, serialize) -> Any:  # noqa: ANN001
+def _plain(value: Any, serialize) -> Any:
     """JSON-shaped copy of an outgoing message with every string scrubbed."""
     if isinstance(value, str):
         return scrub(value)
@@ -33,7 +33,7 @@ def _plain(value: Any, serialize) -> Any:  # noqa: ANN001
     return _plain(serialize(value), serialize)
 
 
-def register(server) -> None:  # noqa: ANN001
+def register(server) -> None:
     install_log_scrubber()
     protocol = server.protocol
     send = protocol._send_data  # pygls 2.x: every response, notification and request
@@ -41,7 +41,7 @@ def register(server) -> None:  # noqa: ANN001
     def send_scrubbed(data: Any) -> None:
         try:
             data = _plain(data, protocol._serialize_message)
-        except Exception:  # noqa: BLE001 - an odd object: scrub its JSON text instead
+        except Exception:  # an odd object: scrub its JSON text instead
             data = json.loads(scrub(json.dumps(data, default=protocol._serialize_message)))
         send(data)
 

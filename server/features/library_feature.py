@@ -17,8 +17,10 @@ from lsprotocol import types
 from ptxls.fewshot.library import Example, load_examples
 from ptxls.fewshot.measured import load_measured
 
+from .. import convert
 from ..app import PtxlsServer, short_name
-from .show_ptx import _show_document
+from ..convert import Completion
+from .show_ptx import show_result
 
 COMMAND = "ptxls.openLibraryKernel"
 _ENTRY = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)")
@@ -55,36 +57,31 @@ def _body(ex: Example, buffer_has_header: bool) -> str:
     return "".join(lines[last_header + 1 :]).lstrip("\n")
 
 
-def completion_items(ls: PtxlsServer, text: str, in_function: bool) -> list[types.CompletionItem]:
+def completion_items(ls: PtxlsServer, text: str, in_function: bool) -> list[Completion]:
     if in_function:
         return []
     examples, figures = _library()
     has_header = bool(_HEADER.search(text))
-    items = []
-    for ex in examples:
-        items.append(
-            types.CompletionItem(
-                label=ex.name,
-                kind=types.CompletionItemKind.Snippet,
-                detail=detail(ex, figures),
-                documentation=types.MarkupContent(
-                    kind=types.MarkupKind.Markdown, value=ex.description
-                ),
-                insert_text=_body(ex, has_header),
-                insert_text_format=types.InsertTextFormat.PlainText,
-                filter_text=f"{ex.name} {ex.family} {' '.join(ex.keywords)}",
-                sort_text=f"~library {ex.name}",  # after the ISA's own words
-            )
+    return [
+        Completion(
+            label=ex.name,
+            kind="snippet",
+            detail=detail(ex, figures),
+            documentation_markdown=ex.description,
+            insert_text=_body(ex, has_header),
+            filter_text=f"{ex.name} {ex.family} {' '.join(ex.keywords)}",
+            sort_text=f"~library {ex.name}",  # after the ISA's own words
         )
-    return items
+        for ex in examples
+    ]
 
 
 def hover(ls: PtxlsServer, params: types.HoverParams) -> types.Hover | None:
     doc = ls.open_document(params.text_document.uri)
-    if doc is None or params.position.line >= len(doc.lines):
+    line = params.position.line
+    if doc is None or line >= len(doc.lines):
         return None
-    line = doc.lines[params.position.line]
-    m = _ENTRY.search(line)
+    m = _ENTRY.search(doc.lines[line])
     if not m or not (m.start(1) <= params.position.character <= m.end(1)):
         return None
     examples, figures = _library()
@@ -94,31 +91,24 @@ def hover(ls: PtxlsServer, params: types.HoverParams) -> types.Hover | None:
     fig = figures.get(ex.name)
     text = fig.markdown() if fig else f"**{ex.name}** — library kernel, not benchmarked yet"
     text += f"\n\nptxls library: {_title(ex)} (`fewshot/kernels/{ex.name}`)"
-    span = types.Range(
-        start=types.Position(params.position.line, m.start(1)),
-        end=types.Position(params.position.line, m.end(1)),
-    )
-    return types.Hover(
-        contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text), range=span
-    )
+    return convert.markdown_hover(text, convert.line_range(line, m.start(1), m.end(1)))
+
+
+async def open_kernel(ls: PtxlsServer, uri: str = "", name: str = "", *_rest) -> dict:
+    examples, figures = _library()
+    ex = next((e for e in examples if e.name == name), None)
+    if ex is None:
+        known = ", ".join(e.name for e in examples) or "none"
+        return {
+            "ok": False,
+            "summary": f"no library kernel '{short_name(name)}' (library: {known})",
+        }
+    target = (ex.folder / "kernel.ptx").as_uri()
+    show_result(ls, target)
+    return {"ok": True, "uri": target, "summary": f"{ex.name}: {detail(ex, figures)}"}
 
 
 def register(server: PtxlsServer) -> None:
-    if not hasattr(server, "completion_providers"):
-        server.completion_providers = []
     server.completion_providers.append(completion_items)
     server.hover_providers.append(hover)
-
-    @server.command(COMMAND)
-    async def open_kernel(ls: PtxlsServer, uri: str = "", name: str = "", *_rest) -> dict:
-        examples, figures = _library()
-        ex = next((e for e in examples if e.name == name), None)
-        if ex is None:
-            known = ", ".join(e.name for e in examples) or "none"
-            return {
-                "ok": False,
-                "summary": f"no library kernel '{short_name(name)}' (library: {known})",
-            }
-        target = (ex.folder / "kernel.ptx").as_uri()
-        _show_document(ls, target)
-        return {"ok": True, "uri": target, "summary": f"{ex.name}: {detail(ex, figures)}"}
+    server.command(COMMAND)(open_kernel)

@@ -24,10 +24,9 @@ an untitled document (``untitled:`` URI, opened with its text) instead of writte
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
+from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
 
@@ -36,6 +35,7 @@ from ptxls.lowering import settings as llm_settings
 from ptxls.lowering.service import (
     PLANS_DIR,
     LowerJob,
+    LowerOutcome,
     lower,
     make_plan,
     plan_document,
@@ -43,25 +43,22 @@ from ptxls.lowering.service import (
 )
 from ptxls.lowering.sources import kernels_in, language_of
 
+from .. import convert
 from ..app import PtxlsServer
 from ..progress import CommandProgress
+from ..uris import uri_to_path, workspace_root
 
 log = logging.getLogger("ptxls.lowering")
 
 COMMAND = "ptxls.lowerToPtx"
-_KIND = types.CodeActionKind.RefactorRewrite
-
-
-def uri_to_path(uri: str) -> Path:
-    return Path(unquote(urlparse(uri).path))
+PLAN_MARK = "<!-- ptxls-plan "
 
 
 def lowering_settings(ls: PtxlsServer) -> tuple[llm_settings.LlmSettings, list[str]]:
     """The client's ``ptxls.llm`` section over the environment (the key: environment only)."""
-    config = dict(getattr(ls.settings, "llm", {}) or {})
-    arch = getattr(ls.settings, "arch", None)
-    if arch:
-        config["arch"] = arch
+    config = dict(ls.settings.llm or {})
+    if ls.settings.arch:
+        config["arch"] = ls.settings.arch
     return llm_settings.from_config(config)
 
 
@@ -75,30 +72,23 @@ def _document_text(ls: PtxlsServer, uri: str) -> str | None:
         return None
 
 
-def _action(
-    title: str, uri: str, kernel: str, backend: str, line: int, mode: str = "lower"
-) -> types.CodeAction:
-    return types.CodeAction(
-        title=title,
-        kind=_KIND,
-        command=types.Command(
-            title=title, command=COMMAND, arguments=[uri, kernel, backend, line, mode]
-        ),
-    )
+# -- code actions and lenses -------------------------------------------------------------------
+
+
+def _action(title: str, uri: str, kernel: str, backend: str, line: int, mode: str = "lower"):
+    return convert.code_action(title, COMMAND, [uri, kernel, backend, line, mode])
 
 
 def code_actions(ls: PtxlsServer, params: types.CodeActionParams) -> list[types.CodeAction]:
     uri = params.text_document.uri
     language = language_of(uri)
-    if language is None:
-        return []
-    doc = ls.open_document(uri)
+    doc = ls.open_document(uri) if language else None
     if doc is None:
         return []
     line = params.range.start.line
-    actions = []
     plan_first = lowering_settings(ls)[0].strategy == "plan"
     llm_verb = "Plan, then lower to PTX with LLM" if plan_first else "Lower to PTX with LLM"
+    actions = []
     for k in kernels_in(doc.source, language):
         if not k.contains(line):
             continue
@@ -120,22 +110,6 @@ def code_actions(ls: PtxlsServer, params: types.CodeActionParams) -> list[types.
     return actions
 
 
-def _workspace_root(ls: PtxlsServer, path: Path) -> Path | None:
-    """The workspace folder the source lies in (symlinks resolved), or None: then nothing is
-    written beside it (its result is shown as an untitled document)."""
-    for folder in (ls.workspace.folders or {}).values():
-        root = uri_to_path(folder.uri)
-        if safe_write.is_inside(path, root):
-            return root
-    root = ls.workspace.root_path
-    if root and safe_write.is_inside(path, root):
-        return Path(root)
-    return None
-
-
-PLAN_MARK = "<!-- ptxls-plan "
-
-
 def plan_path(root: Path, source: Path, kernel: str) -> Path:
     return root / PLANS_DIR / f"{source.stem}-{kernel or 'request'}.plan.md"
 
@@ -154,10 +128,7 @@ def _parse_plan_header(text: str) -> tuple[str, str, int | None] | None:
 
 
 def _lens(title: str, line: int, args: list) -> types.CodeLens:
-    r = types.Range(start=types.Position(line, 0), end=types.Position(line, 0))
-    return types.CodeLens(
-        range=r, command=types.Command(title=title, command=COMMAND, arguments=args)
-    )
+    return convert.code_lens(convert.line_range(line, 0, 0), title, COMMAND, args)
 
 
 def code_lenses(ls: PtxlsServer, params: types.CodeLensParams) -> list[types.CodeLens]:
@@ -173,68 +144,43 @@ def code_lenses(ls: PtxlsServer, params: types.CodeLensParams) -> list[types.Cod
         src_uri, kernel, line = found
         return [_lens("Lower with this plan", 0, [src_uri, kernel, "llm", line, "withPlan"])]
     language = language_of(uri)
-    if language is None:
-        return []
     path = uri_to_path(uri)
-    root = _workspace_root(ls, path)
+    root = workspace_root(ls.workspace, path) if language else None
     if root is None:
         return []
     lenses = []
     for k in kernels_in(doc.source, language):
-        if k.kind == "ptx":
-            continue
-        if plan_path(root, path, k.name).is_file():
-            lenses.append(
-                _lens(
-                    f"Lower with this plan ({plan_path(root, path, k.name).name})",
-                    k.start_line,
-                    [uri, k.name, "llm", k.start_line, "withPlan"],
-                )
-            )
+        plan = plan_path(root, path, k.name)
+        if k.kind != "ptx" and plan.is_file():
+            args = [uri, k.name, "llm", k.start_line, "withPlan"]
+            lenses.append(_lens(f"Lower with this plan ({plan.name})", k.start_line, args))
     return lenses
 
 
-def _edit_for(ls: PtxlsServer, target: Path, action: str, text: str) -> types.WorkspaceEdit:
-    uri = target.resolve().as_uri()
-    if action == "create":
-        return types.WorkspaceEdit(
-            document_changes=[
-                types.CreateFile(
-                    uri=uri,
-                    options=types.CreateFileOptions(overwrite=False, ignore_if_exists=False),
-                ),
-                types.TextDocumentEdit(
-                    text_document=types.OptionalVersionedTextDocumentIdentifier(
-                        uri=uri, version=None
-                    ),
-                    edits=[
-                        types.TextEdit(
-                            range=types.Range(start=types.Position(0, 0), end=types.Position(0, 0)),
-                            new_text=text,
-                        )
-                    ],
-                ),
-            ]
+# -- the command -------------------------------------------------------------------------------
+
+
+@dataclass
+class LowerArgs:
+    """``(uri, kernel, backend[, line[, mode]])`` as the client sent them, checked."""
+
+    uri: str
+    kernel: str | None
+    backend: str  # "llm" | "nvcc"
+    line: int | None
+    mode: str  # "lower" | "optimize" | "plan" | "withPlan"
+
+    @classmethod
+    def parse(cls, args: tuple) -> LowerArgs | None:
+        if not args or not isinstance(args[0], str):
+            return None
+        return cls(
+            uri=args[0],
+            kernel=args[1] if len(args) > 1 and args[1] else None,
+            backend=args[2] if len(args) > 2 and args[2] in ("llm", "nvcc", "triton") else "llm",
+            line=args[3] if len(args) > 3 and isinstance(args[3], int) else None,
+            mode=args[4] if len(args) > 4 and isinstance(args[4], str) else "lower",
         )
-    # replace the whole of a file ptxls generated and nobody edited since
-    doc = ls.open_document(uri)
-    old = doc.source if doc is not None else target.read_text(errors="replace")
-    lines = old.split("\n")
-    end = types.Position(line=len(lines) - 1, character=len(lines[-1]))
-    return types.WorkspaceEdit(
-        document_changes=[
-            types.TextDocumentEdit(
-                text_document=types.OptionalVersionedTextDocumentIdentifier(
-                    uri=uri, version=doc.version if doc else None
-                ),
-                edits=[
-                    types.TextEdit(
-                        range=types.Range(start=types.Position(0, 0), end=end), new_text=text
-                    )
-                ],
-            )
-        ]
-    )
 
 
 def _read_plan(ls: PtxlsServer, path: Path) -> str:
@@ -245,43 +191,84 @@ def _read_plan(ls: PtxlsServer, path: Path) -> str:
     return plan_from_document(text)
 
 
-def _refresh_lenses(ls: PtxlsServer) -> None:
-    caps = ls.client_capabilities.workspace
-    if caps and caps.code_lens and caps.code_lens.refresh_support:
-        with contextlib.suppress(Exception):
-            ls.workspace_code_lens_refresh(None)
-
-
-def _show(ls: PtxlsServer, uri: str) -> None:
-    """Open ``uri`` in the client when it can (never waiting on its answer in the command)."""
-    window = ls.client_capabilities.window
-    support = window.show_document if window else None
-    if not (support and support.support):
-        return
-
-    async def show() -> None:
+def _make_job(ls: PtxlsServer, a: LowerArgs, settings, problems: list[str]) -> LowerJob | dict:
+    """The job for the command, or the command's answer when it cannot run."""
+    text = _document_text(ls, a.uri)
+    path = uri_to_path(a.uri)
+    if text is None:
+        return {"ok": False, "summary": f"cannot read {path}"}
+    for p in problems:
+        ls.tell_once("llm-setting:" + p, p)
+    if a.backend == "llm" and not settings.ready:
+        msg = settings.not_ready_message()
+        ls.tell_once("llm-not-configured", msg, types.MessageType.Warning)
+        return {"ok": False, "summary": msg}
+    s = ls.settings
+    job = LowerJob(
+        source_path=path,
+        text=text,
+        backend=a.backend,
+        kernel=a.kernel,
+        line=a.line,
+        optimize=a.mode == "optimize",
+        arch=s.arch,
+        workspace=workspace_root(ls.workspace, path),
+        ptxas_path=s.ptxas_path,
+        nvcc_path=s.nvcc_path,
+    )
+    if a.mode == "withPlan":
+        plan_file = plan_path(job.workspace or safe_write.user_cache_dir(), path, a.kernel or "")
         try:
-            await asyncio.wait_for(
-                ls.window_show_document_async(types.ShowDocumentParams(uri=uri, take_focus=True)),
-                30,
-            )
-        except Exception as e:  # noqa: BLE001 - opening is a courtesy
-            ls.log_message(f"showDocument {uri} failed: {e}")
-
-    asyncio.get_running_loop().create_task(show())
+            job.plan_text = _read_plan(ls, plan_file)
+        except OSError as e:
+            return {"ok": False, "summary": f"no plan to lower with ({plan_file.name}): {e}"}
+        if not job.plan_text:
+            return {"ok": False, "summary": f"the plan {plan_file.name} is empty"}
+    return job
 
 
-async def _plan_first(ls, job: LowerJob, settings, uri: str, kernel: str | None, line, progress):
+async def run_lower_command(ls: PtxlsServer, *args) -> dict:
+    a = LowerArgs.parse(args)
+    if a is None:
+        return {
+            "ok": False,
+            "summary": "ptxls.lowerToPtx needs (uri, kernel, backend[, line[, mode]])",
+        }
+    settings, problems = lowering_settings(ls)
+    job = _make_job(ls, a, settings, problems)
+    if isinstance(job, dict):
+        return job
+    what = (a.kernel or "request")[:80]
+    plan_first = a.backend == "llm" and (
+        a.mode == "plan" or (a.mode == "lower" and settings.strategy == "plan")
+    )
+    verb = "planning" if plan_first else "lowering"
+    progress = CommandProgress(ls, f"ptxls: {verb} {what} ({a.backend})")
+    await progress.begin()
+    try:
+        if plan_first:
+            return await _plan_first(ls, job, settings, a, progress)
+        outcome = await lower(job, settings, progress=progress.report, cancel=progress.cancel)
+    except asyncio.CancelledError:
+        progress.end("cancelled")
+        raise
+    except Exception as e:  # a bug here must not take the server down
+        ls.report_server_error(e, run_lower_command)
+        progress.end("failed")
+        return {"ok": False, "summary": f"lowering failed: {type(e).__name__}: {e}"}
+    return await _deliver(ls, outcome, job, progress)
+
+
+async def _plan_first(ls: PtxlsServer, job: LowerJob, settings, a: LowerArgs, progress) -> dict:
     plan, error = await make_plan(job, settings, progress=progress.report)
     if error:
         progress.end(f"no plan: {error}"[:200])
-        ls.window_show_message(
-            types.ShowMessageParams(type=types.MessageType.Warning, message=f"ptxls: {error}")
-        )
+        ls.show_message(f"ptxls: {error}")
         return {"ok": False, "summary": error, "status": "error"}
+    kernel = a.kernel or ""
     root = job.workspace or safe_write.user_cache_dir()
-    target = plan_path(root, job.source_path, kernel or "")
-    text = _plan_header(uri, kernel or "", line) + plan_document(job, kernel or "", plan)
+    target = plan_path(root, job.source_path, kernel)
+    text = _plan_header(a.uri, kernel, a.line) + plan_document(job, kernel, plan)
     try:
         root.mkdir(parents=True, exist_ok=True)
         written = safe_write.write_text(target, text, root=root, replace_symlink=True)
@@ -289,101 +276,30 @@ async def _plan_first(ls, job: LowerJob, settings, uri: str, kernel: str | None,
         progress.end("plan not written")
         return {"ok": False, "summary": f"plan not written: {e}", "plan": plan, "status": "error"}
     plan_uri = written.as_uri()
-    _show(ls, plan_uri)
-    _refresh_lenses(ls)
+    ls.show_document(plan_uri)
+    ls.refresh_code_lenses()
     summary = (
-        f"Plan for {kernel or 'the request'} in {written.name}: edit and save it, then "
+        f"Plan for {a.kernel or 'the request'} in {written.name}: edit and save it, then "
         "'Lower with this plan' (no PTX written yet)"
     )
     progress.end(summary[:200])
     return {"ok": True, "summary": summary, "uri": plan_uri, "plan": plan, "status": "plan"}
 
 
-async def run_lower_command(ls: PtxlsServer, *args) -> dict:
-    uri = args[0] if args else None
-    if not isinstance(uri, str):
-        return {
-            "ok": False,
-            "summary": "ptxls.lowerToPtx needs (uri, kernel, backend[, line[, mode]])",
-        }
-    kernel = args[1] if len(args) > 1 and args[1] else None
-    backend = args[2] if len(args) > 2 and args[2] in ("llm", "nvcc") else "llm"
-    line = args[3] if len(args) > 3 and isinstance(args[3], int) else None
-    mode = args[4] if len(args) > 4 and isinstance(args[4], str) else "lower"
-    text = _document_text(ls, uri)
-    path = uri_to_path(uri)
-    if text is None:
-        return {"ok": False, "summary": f"cannot read {path}"}
-    settings, problems = lowering_settings(ls)
-    for p in problems:
-        ls.tell_once("llm-setting:" + p, p)
-    if backend == "llm" and not settings.ready:
-        msg = settings.not_ready_message()
-        ls.tell_once("llm-not-configured", msg, types.MessageType.Warning)
-        return {"ok": False, "summary": msg}
-    root = _workspace_root(ls, path)
-    job = LowerJob(
-        source_path=path,
-        text=text,
-        backend=backend,
-        kernel=kernel,
-        line=line,
-        optimize=mode == "optimize",
-        arch=getattr(ls.settings, "arch", None),
-        workspace=root,
-        ptxas_path=getattr(ls.settings, "ptxas_path", None),
-        nvcc_path=getattr(ls.settings, "nvcc_path", None),
-    )
-    what = (kernel or "request")[:80]
-    plan_first = backend == "llm" and (
-        mode == "plan" or (mode == "lower" and settings.strategy == "plan")
-    )
-    if mode == "withPlan":
-        plan_file = plan_path(root or safe_write.user_cache_dir(), path, kernel or "")
-        try:
-            job.plan_text = _read_plan(ls, plan_file)
-        except OSError as e:
-            return {"ok": False, "summary": f"no plan to lower with ({plan_file.name}): {e}"}
-        if not job.plan_text:
-            return {"ok": False, "summary": f"the plan {plan_file.name} is empty"}
-    progress = CommandProgress(
-        ls, f"ptxls: {'planning' if plan_first else 'lowering'} {what} ({backend})"
-    )
-    await progress.begin()
-    if plan_first:
-        try:
-            return await _plan_first(ls, job, settings, uri, kernel, line, progress)
-        except asyncio.CancelledError:
-            progress.end("cancelled")
-            raise
-    try:
-        outcome = await lower(job, settings, progress=progress.report, cancel=progress.cancel)
-    except asyncio.CancelledError:
-        progress.end("cancelled")
-        raise
-    except Exception as e:  # noqa: BLE001 - a bug here must not take the server down
-        ls.report_server_error(e, run_lower_command)
-        progress.end("failed")
-        return {"ok": False, "summary": f"lowering failed: {type(e).__name__}: {e}"}
-    transcript = str(outcome.transcript) if outcome.transcript else None
+# -- delivering the result ---------------------------------------------------------------------
+
+
+async def _deliver(ls: PtxlsServer, outcome: LowerOutcome, job: LowerJob, progress) -> dict:
+    """Say how it went, and put the PTX where the person sees it: a file in the workspace
+    (through the editor's workspace/applyEdit), or an untitled document."""
     common = {
         "status": outcome.status,
         "gpuTested": outcome.gpu_tested,
-        "transcript": transcript,
+        "transcript": str(outcome.transcript) if outcome.transcript else None,
         "warnings": outcome.warnings,
     }
     if not outcome.ok:
-        progress.end(outcome.message.splitlines()[0][:200])
-        ls.log_message(outcome.report or outcome.message)
-        ls.window_show_message(
-            types.ShowMessageParams(
-                type=types.MessageType.Warning, message=f"ptxls: {outcome.message}"[:1000]
-            )
-        )
-        result = {"ok": False, "summary": outcome.message, "report": outcome.report, **common}
-        if outcome.attempt_path:
-            result["attempt"] = outcome.attempt_path.as_uri()
-        return result
+        return _failed(ls, outcome, progress, common)
     for w in outcome.warnings:
         ls.log_message(f"ptxls: warning: {w}", types.MessageType.Warning)
     plan = outcome.output
@@ -396,72 +312,70 @@ async def run_lower_command(ls: PtxlsServer, *args) -> dict:
         ls.log_message(outcome.report)
         return {"ok": True, "summary": summary, "ptx": outcome.ptx, "untitled": True,
                 "uri": untitled if shown else None, **common}  # fmt: skip
-    if plan.action == "refused":
+    reason = plan.reason if plan.action == "refused" else None
+    if reason is None and plan.action != "unchanged":
+        reason = await _write(ls, outcome, job.workspace, progress)
+    elif reason is not None:
         progress.end("not written")
-        return {"ok": False, "summary": f"{outcome.message}; not written: {plan.reason}",
+    if reason is not None:
+        return {"ok": False, "summary": f"{outcome.message}; not written: {reason}",
                 "ptx": outcome.ptx, **common}  # fmt: skip
-    target_uri = plan.path.resolve().as_uri()
-    if plan.action != "unchanged":
-        caps = ls.client_capabilities.workspace
-        if caps and caps.apply_edit:
-            result = await ls.workspace_apply_edit_async(
-                types.ApplyWorkspaceEditParams(
-                    edit=_edit_for(ls, plan.path, plan.action, outcome.ptx),
-                    label=f"ptxls: {outcome.kernel}.ptx",
-                )
-            )
-            applied = bool(result and result.applied)
-            if not applied:
-                reason = (
-                    getattr(result, "failure_reason", None) or "the editor did not apply the edit"
-                )
-                progress.end(f"not written: {reason}")
-                return {"ok": False, "summary": f"{outcome.message}; not written: {reason}",
-                        "ptx": outcome.ptx, **common}  # fmt: skip
-        else:
-            # a client without workspace/applyEdit: write the file ourselves, inside the
-            # workspace and never through a symlink (plan_output already steered around
-            # hand-edited files)
-            try:
-                safe_write.write_text(plan.path, outcome.ptx, root=root)
-            except (safe_write.UnsafeWrite, OSError) as e:
-                progress.end("not written")
-                return {"ok": False, "summary": f"{outcome.message}; not written: {e}",
-                        "ptx": outcome.ptx, **common}  # fmt: skip
     summary = f"{outcome.message} → {plan.path.name} ({plan.reason})"
     progress.end(summary[:200])
     ls.log_message(outcome.report)
-    return {"ok": True, "summary": summary, "uri": target_uri, **common}
+    return {"ok": True, "summary": summary, "uri": plan.path.resolve().as_uri(), **common}
+
+
+def _failed(ls: PtxlsServer, outcome: LowerOutcome, progress, common: dict) -> dict:
+    progress.end(outcome.message.splitlines()[0][:200])
+    ls.log_message(outcome.report or outcome.message)
+    ls.show_message(f"ptxls: {outcome.message}"[:1000])
+    result = {"ok": False, "summary": outcome.message, "report": outcome.report, **common}
+    if outcome.attempt_path:
+        result["attempt"] = outcome.attempt_path.as_uri()
+    return result
+
+
+async def _write(ls: PtxlsServer, outcome: LowerOutcome, root: Path | None, progress) -> str | None:
+    """Write the PTX where the outcome's plan says; None when written, else why not (and the
+    progress ended saying so)."""
+    plan = outcome.output
+    uri = plan.path.resolve().as_uri()
+    if plan.action == "create":
+        edit = convert.new_file_edit(uri, outcome.ptx)
+    else:  # replace the whole of a file ptxls generated and nobody edited since
+        doc = ls.open_document(uri)
+        old = doc.source if doc is not None else plan.path.read_text(errors="replace")
+        edit = convert.replace_all_edit(uri, doc.version if doc else None, old, outcome.ptx)
+    caps = ls.client_capabilities.workspace
+    if caps and caps.apply_edit:
+        result = await ls.apply_edit(edit, f"ptxls: {outcome.kernel}.ptx")
+        if result and result.applied:
+            return None
+        reason = (result.failure_reason if result else None) or "the editor did not apply the edit"
+        progress.end(f"not written: {reason}")
+        return reason
+    # a client without workspace/applyEdit: write the file ourselves, inside the workspace and
+    # never through a symlink (plan_output already steered around hand-edited files)
+    try:
+        safe_write.write_text(plan.path, outcome.ptx, root=root)
+    except (safe_write.UnsafeWrite, OSError) as e:
+        progress.end("not written")
+        return str(e)
+    return None
 
 
 async def _open_untitled(ls: PtxlsServer, uri: str, text: str) -> bool:
     """An untitled document holding ``text`` (a client that supports workspace edits on
     ``untitled:`` URIs, such as VS Code, opens it); False when the client does not take it."""
-    caps = ls.client_capabilities.workspace
-    if not (caps and caps.apply_edit):
-        return False
-    edit = types.WorkspaceEdit(
-        document_changes=[
-            types.CreateFile(uri=uri, options=types.CreateFileOptions(ignore_if_exists=True)),
-            types.TextDocumentEdit(
-                text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=None),
-                edits=[
-                    types.TextEdit(
-                        range=types.Range(start=types.Position(0, 0), end=types.Position(0, 0)),
-                        new_text=text,
-                    )
-                ],
-            ),
-        ]
-    )
     try:
         result = await asyncio.wait_for(
-            ls.workspace_apply_edit_async(
-                types.ApplyWorkspaceEditParams(edit=edit, label="ptxls: PTX (untitled)")
+            ls.apply_edit(
+                convert.new_file_edit(uri, text, may_exist=True), "ptxls: PTX (untitled)"
             ),
             30,
         )
-    except Exception as e:  # noqa: BLE001 - the result also carries the PTX
+    except Exception as e:  # the result also carries the PTX
         ls.log_message(f"untitled document not opened: {e}")
         return False
     return bool(result and result.applied)
@@ -470,7 +384,4 @@ async def _open_untitled(ls: PtxlsServer, uri: str, text: str) -> bool:
 def register(server: PtxlsServer) -> None:
     server.code_action_providers.append(code_actions)
     server.code_lens_providers.append(code_lenses)
-
-    @server.command(COMMAND)
-    async def lower_to_ptx(ls: PtxlsServer, *args):
-        return await run_lower_command(ls, *args)
+    server.command(COMMAND)(run_lower_command)

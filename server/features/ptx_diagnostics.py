@@ -11,22 +11,24 @@ instant lints, and the person is told once why ptxas waits for the save.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from dataclasses import dataclass, field
 
 from lsprotocol import types
 
 from ptxls.diagnostics.engine import (
-    INLINE_LINT_BYTES,
+    DocumentCheckOptions,
     PtxasUnavailable,
     PtxCheckOptions,
-    check_ptx,
-    instant_check,
+    check_document,
     split_lines,
 )
-from ptxls.diagnostics.text_guard import binary_problem
+from ptxls.diagnostics.model import CheckResult, Problem
+from ptxls.diagnostics.resources import EntryUsage
 
 from ..app import PtxlsServer
-from ..convert import to_diagnostic
+from ..convert import to_diagnostics
 from .jobs import DocumentJobs
 from .languages import PTX, language_of
 
@@ -36,101 +38,78 @@ PRODUCER = "ptx-check"
 LINTS_ALONE_AFTER_S = 0.4
 
 
-def register(server: PtxlsServer) -> None:
-    jobs = DocumentJobs("ptxas")
-    server.ptx_jobs = jobs  # tests and the benchmark look at it
-    server.ptx_usage = {}  # uri → (version, [EntryUsage]) from the last clean ptxas -v run
-
-    def is_ptx(uri: str) -> bool:
-        doc = server.open_document(uri)
-        return doc is not None and language_of(uri, doc.language_id) == PTX
-
-    def schedule(uri: str, *, on_save: bool) -> None:
-        doc = server.open_document(uri)
-        if doc is None:
-            return
-        jobs.start(uri, _check(server, uri, doc.version, on_save=on_save))
-
-    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(ls: PtxlsServer, params: types.DidOpenTextDocumentParams) -> None:
-        for hook in ls.did_open_hooks:
-            hook(ls, params)
-        if is_ptx(params.text_document.uri):
-            schedule(params.text_document.uri, on_save=True)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-    def did_change(ls: PtxlsServer, params: types.DidChangeTextDocumentParams) -> None:
-        for hook in ls.did_change_hooks:
-            hook(ls, params)
-        if is_ptx(params.text_document.uri):
-            schedule(params.text_document.uri, on_save=False)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
-    def did_save(ls: PtxlsServer, params: types.DidSaveTextDocumentParams) -> None:
-        for hook in ls.did_save_hooks:
-            hook(ls, params)
-        if is_ptx(params.text_document.uri):
-            schedule(params.text_document.uri, on_save=True)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
-    def did_close(ls: PtxlsServer, params: types.DidCloseTextDocumentParams) -> None:
-        uri = params.text_document.uri
-        jobs.cancel(uri)
-        ls.ptx_usage.pop(uri, None)
-        for hook in ls.did_close_hooks:
-            hook(ls, params)
-        ls.store.clear(uri)
-        ls.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
-        )
+@dataclass
+class PtxCheckState:
+    jobs: DocumentJobs = field(default_factory=lambda: DocumentJobs("ptxas"))
+    # uri → (version, usage per function) from the last clean ptxas -v run (hover on .entry)
+    usage: dict[str, tuple[int | None, list[EntryUsage]]] = field(default_factory=dict)
 
 
-def _current(server: PtxlsServer, uri: str, version: int | None) -> bool:
-    doc = server.open_document(uri)
+def _schedule(ls: PtxlsServer, uri: str, *, on_save: bool) -> None:
+    doc = ls.open_document(uri)
+    if doc is not None and language_of(uri, doc.language_id) == PTX:
+        ls.state(PtxCheckState).jobs.start(uri, _check(ls, uri, doc.version, on_save=on_save))
+
+
+def did_open(ls: PtxlsServer, params: types.DidOpenTextDocumentParams) -> None:
+    for hook in ls.did_open_hooks:
+        hook(ls, params)
+    _schedule(ls, params.text_document.uri, on_save=True)
+
+
+def did_change(ls: PtxlsServer, params: types.DidChangeTextDocumentParams) -> None:
+    for hook in ls.did_change_hooks:
+        hook(ls, params)
+    _schedule(ls, params.text_document.uri, on_save=False)
+
+
+def did_save(ls: PtxlsServer, params: types.DidSaveTextDocumentParams) -> None:
+    for hook in ls.did_save_hooks:
+        hook(ls, params)
+    _schedule(ls, params.text_document.uri, on_save=True)
+
+
+def did_close(ls: PtxlsServer, params: types.DidCloseTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    state = ls.state(PtxCheckState)
+    state.jobs.cancel(uri)
+    state.usage.pop(uri, None)
+    for hook in ls.did_close_hooks:
+        hook(ls, params)
+    ls.store.clear(uri)
+    ls.publish(uri, None)
+
+
+def _current(ls: PtxlsServer, uri: str, version: int | None) -> bool:
+    doc = ls.open_document(uri)
     return doc is not None and doc.version == version
 
 
-def _publish(server: PtxlsServer, uri: str, version: int | None, problems, lines) -> None:
-    if not _current(server, uri, version):
+def _publish(
+    ls: PtxlsServer, uri: str, version: int | None, problems: list[Problem], lines
+) -> None:
+    if not _current(ls, uri, version):
         return  # the editor moved on; a newer job owns this document now
-    server.store.set(uri, PRODUCER, [to_diagnostic(p, lines) for p in problems])
-    server.publish(uri, version)
+    ls.store.set(uri, PRODUCER, to_diagnostics(problems, lines))
+    ls.publish(uri, version)
 
 
-async def _check(server: PtxlsServer, uri: str, version: int | None, *, on_save: bool) -> None:
-    settings = server.settings
-    if not on_save:
-        await asyncio.sleep(settings.debounce_ms / 1000)
-    doc = server.open_document(uri)
-    if doc is None or doc.version != version:
-        return
-    text = doc.source
-    lines = split_lines(text)
+def _tell_save_only(ls: PtxlsServer, uri: str, size: int) -> None:
+    limit = ls.settings.save_only_above_bytes
+    ls.tell_once(
+        "save-only",
+        f"ptxls: {uri.rsplit('/', 1)[-1]} is {size / 1000:.0f} KB, above ptxls.saveOnlyAboveBytes "
+        f"({limit / 1000:.0f} KB): ptxas runs when you save it "
+        "(it takes seconds on files this size); instant checks still run as you type.",
+        types.MessageType.Info,
+    )
 
-    bad = binary_problem(text)
-    if bad is not None:
-        _publish(server, uri, version, [bad], lines)
-        return
 
-    size = len(text)
-    if size < INLINE_LINT_BYTES:
-        lint_job = asyncio.get_running_loop().create_future()
-        lint_job.set_result(instant_check(text))
-    else:
-        lint_job = asyncio.ensure_future(asyncio.to_thread(instant_check, text))
-    if size > settings.save_only_above_bytes and not on_save:
-        server.tell_once(
-            "save-only",
-            f"ptxls: {uri.rsplit('/', 1)[-1]} is {size / 1000:.0f} KB, above ptxls.saveOnlyAboveBytes "
-            f"({settings.save_only_above_bytes / 1000:.0f} KB): ptxas runs when you save it "
-            "(it takes seconds on files this size); instant checks still run as you type.",
-            types.MessageType.Info,
-        )
-        _, lints = await lint_job
-        _publish(server, uri, version, lints, lines)
-        return
-
-    opts = PtxCheckOptions(
+def _options(ls: PtxlsServer, uri: str, size: int, *, on_save: bool) -> DocumentCheckOptions:
+    """Above saveOnlyAboveBytes, ptxas runs on open and save only."""
+    settings = ls.settings
+    save_only = size > settings.save_only_above_bytes and not on_save
+    ptx = PtxCheckOptions(
         arch=settings.arch,
         ptxas_path=settings.ptxas_path,
         timeout=settings.ptxas_timeout_seconds,
@@ -138,29 +117,46 @@ async def _check(server: PtxlsServer, uri: str, version: int | None, *, on_save:
         file_name=uri.rsplit("/", 1)[-1] or "input.ptx",
         verbose=True,
     )
-    started = time.monotonic()
-    ptxas_job = asyncio.ensure_future(check_ptx(text, opts, lints=asyncio.shield(lint_job)))
-    try:
-        done, _ = await asyncio.wait({ptxas_job}, timeout=LINTS_ALONE_AFTER_S)
-        if not done:
-            # ptxas is slow on this one: show what is certain now, ptxas's word when it comes
-            _, lints = await lint_job
-            if not ptxas_job.done():
-                _publish(server, uri, version, lints, lines)
-        result = await ptxas_job
-    except PtxasUnavailable as e:
-        server.tell_once("ptxas-missing", f"ptxls: {e}", types.MessageType.Error)
-        _, lints = await lint_job
-        _publish(server, uri, version, lints, lines)
-        return
-    except asyncio.CancelledError:
-        ptxas_job.cancel()
-        raise
-    if _current(server, uri, version):
-        server.ptx_usage[uri] = (version, result.usage)
-    _publish(server, uri, version, result.problems, lines)
-    # after the publish: the person waits for the squiggles, not for the log line
-    server.log_message(
-        f"{result.tool} -arch={result.arch}: {result.error_count} errors in "
-        f"{time.monotonic() - started:.2f} s for {uri.rsplit('/', 1)[-1]} v{version}"
+    return DocumentCheckOptions(
+        ptx=ptx, run_tool=not save_only, lints_alone_after_s=LINTS_ALONE_AFTER_S
     )
+
+
+async def _check(ls: PtxlsServer, uri: str, version: int | None, *, on_save: bool) -> None:
+    """One check of one version: the engine's deliveries published as they come."""
+    if not on_save:
+        await asyncio.sleep(ls.settings.debounce_ms / 1000)
+    doc = ls.open_document(uri)
+    if doc is None or doc.version != version:
+        return
+    text = doc.source
+    lines = split_lines(text)
+    opts = _options(ls, uri, len(text), on_save=on_save)
+    started = time.monotonic()
+    try:
+        async with contextlib.aclosing(check_document(text, opts)) as steps:
+            async for step in steps:
+                if not (opts.run_tool or step.binary):
+                    _tell_save_only(ls, uri, len(text))
+                _publish(ls, uri, version, step.result.problems, lines)
+                if step.final and step.result.ran_tool:
+                    _ran_ptxas(ls, uri, version, step.result, time.monotonic() - started)
+    except PtxasUnavailable as e:
+        ls.tell_once("ptxas-missing", f"ptxls: {e}", types.MessageType.Error)
+
+
+def _ran_ptxas(ls: PtxlsServer, uri: str, version, result: CheckResult, took: float) -> None:
+    if _current(ls, uri, version):
+        ls.state(PtxCheckState).usage[uri] = (version, result.usage)
+    # after the publish: the person waits for the squiggles, not for the log line
+    ls.log_message(
+        f"{result.tool} -arch={result.arch}: {result.error_count} errors in "
+        f"{took:.2f} s for {uri.rsplit('/', 1)[-1]} v{version}"
+    )
+
+
+def register(server: PtxlsServer) -> None:
+    server.feature(types.TEXT_DOCUMENT_DID_OPEN)(did_open)
+    server.feature(types.TEXT_DOCUMENT_DID_CHANGE)(did_change)
+    server.feature(types.TEXT_DOCUMENT_DID_SAVE)(did_save)
+    server.feature(types.TEXT_DOCUMENT_DID_CLOSE)(did_close)

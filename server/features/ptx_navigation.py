@@ -6,36 +6,21 @@ import asyncio
 
 from lsprotocol import types
 
-from ptxls.diagnostics import resources
+from ptxls.diagnostics import isa, resources
 from ptxls.diagnostics.engine import split_lines
 from ptxls.frontend import ptx_index
-from ptxls.frontend.ptx import PtxModule, Span, parse_ptx
+from ptxls.frontend.ptx import PtxFunction, PtxModule, parse_ptx
 
+from .. import convert
 from ..app import PtxlsServer
+from ..convert import Completion
 from .languages import PTX, language_of
-
-try:  # instruction knowledge (opcodes, modifiers, special registers, directives)
-    from ptxls.diagnostics import isa
-except ImportError:  # pragma: no cover - the table is part of the package
-    isa = None
-
-_SYMBOL_KIND = {
-    "entry": types.SymbolKind.Function,
-    "function": types.SymbolKind.Function,
-    "label": types.SymbolKind.Key,
-    "variable": types.SymbolKind.Variable,
-}
-
-
-def _range(span: Span) -> types.Range:
-    return types.Range(
-        start=types.Position(line=span.start.line, character=span.start.col),
-        end=types.Position(line=span.end.line, character=span.end.col),
-    )
+from .ptx_diagnostics import PtxCheckState
 
 
 class ParseCache:
     """One parse per (uri, version): hover, definition and outline on the same version share it.
+    The feature's state (``ls.state(ParseCache)``).
 
     A small buffer is parsed where it is asked for (a few milliseconds). A large one (a
     megabyte of PTX takes about half a second to parse) is parsed in a worker thread, so the
@@ -98,153 +83,128 @@ def _parse(source: str) -> tuple[PtxModule, list[str]]:
     return module, split_lines(source)
 
 
-def register(server: PtxlsServer) -> None:
-    cache = ParseCache()
-    server.ptx_parse_cache = cache
-    server.did_close_hooks.append(lambda ls, p: cache.drop(p.text_document.uri))
-
-    @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
-    def symbols(ls: PtxlsServer, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
-        got = cache.get(ls, params.text_document.uri)
-        if got is None:
-            return []
-
-        def convert(item: ptx_index.OutlineItem) -> types.DocumentSymbol:
-            return types.DocumentSymbol(
-                name=item.name,
-                kind=_SYMBOL_KIND[item.kind],
-                range=_range(item.span),
-                selection_range=_range(item.selection),
-                detail=item.detail or None,
-                children=[convert(c) for c in item.children] or None,
-            )
-
-        return [convert(i) for i in ptx_index.outline(got[0])]
-
-    @server.feature(types.TEXT_DOCUMENT_DEFINITION)
-    def definition(ls: PtxlsServer, params: types.DefinitionParams) -> types.Location | None:
-        got = cache.get(ls, params.text_document.uri)
-        if got is None:
-            return None
-        ref = ptx_index.name_at(got[0], params.position.line, params.position.character)
-        span = ptx_index.definition(ref, got[0]) if ref else None
-        return types.Location(uri=params.text_document.uri, range=_range(span)) if span else None
-
-    @server.feature(types.TEXT_DOCUMENT_REFERENCES)
-    def references(ls: PtxlsServer, params: types.ReferenceParams) -> list[types.Location]:
-        got = cache.get(ls, params.text_document.uri)
-        if got is None:
-            return []
-        ref = ptx_index.name_at(got[0], params.position.line, params.position.character)
-        if ref is None:
-            return []
-        spans = ptx_index.references(ref, got[0], params.context.include_declaration)
-        return [types.Location(uri=params.text_document.uri, range=_range(s)) for s in spans]
-
-    def hover(ls: PtxlsServer, params: types.HoverParams) -> types.Hover | None:
-        got = cache.get(ls, params.text_document.uri)
-        if got is None:
-            return None
-        module, lines = got
-        line, col = params.position.line, params.position.character
-        ref = ptx_index.name_at(module, line, col)
-        if ref is not None and ref.kind == "function":
-            return _usage_hover(ls, params.text_document.uri, ref)
-        if ref is not None and ref.kind == "register":
-            return _markdown(ptx_index.describe_register(ref, module), ref.span)
-        if ref is not None and ref.kind in ("label", "param"):
-            uses = len(ptx_index.references(ref, module, include_declaration=False))
-            where = ptx_index.definition(ref, module)
-            at = f"defined on line {where.start.line + 1}" if where else "not defined"
-            kind = "label" if ref.kind == "label" else "kernel parameter"
-            extra = ""
-            if ref.kind == "param" and ref.function:
-                for i, p in enumerate(ref.function.params):
-                    if p.name == ref.name:
-                        extra = f" — `{p.type}`, parameter {i + 1} of `{ref.function.name}`"
-            return _markdown(f"{kind} `{ref.name}`{extra}; {at}; used {uses} times", ref.span)
-        if isa is None or not (0 <= line < len(lines)):
-            return None
-        tok = ptx_index.token_at(lines[line], col)
-        if tok is None:
-            return None
-        text = isa.hover_markdown(tok[0])
-        if not text:
-            return None
-        span = Span(ptx_index.position(line, tok[1]), ptx_index.position(line, tok[2]))
-        return _markdown(text, span)
-
-    server.hover_providers.append(hover)
-
-    @server.feature(
-        types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(trigger_characters=["%", "."])
-    )
-    def completion(ls: PtxlsServer, params: types.CompletionParams) -> types.CompletionList:
-        got = cache.get(ls, params.text_document.uri)
-        items: list[types.CompletionItem] = []
-        if got is None:
-            return types.CompletionList(is_incomplete=False, items=items)
-        module, lines = got
-        line = lines[params.position.line] if params.position.line < len(lines) else ""
-        before = line[: params.position.character]
-        word = before.split()[-1] if before.split() else ""
-        func = module.function_at(params.position.line)
-        if not word.startswith((".", "%")):  # other features' items (the kernel library)
-            for provider in getattr(ls, "completion_providers", []):
-                items += provider(ls, "\n".join(lines), func is not None)
-        if word.lstrip("[{@!").startswith("%"):
-            names: set[str] = set()
-            if func:
-                for d in func.decls:
-                    if d.count is None:
-                        names.add(d.name)
-                    else:
-                        names.update(f"{d.name}{i}" for i in range(min(d.count, 64)))
-            for n in sorted(names):
-                items.append(types.CompletionItem(label=n, kind=types.CompletionItemKind.Variable))
-            if isa is not None:
-                for n in isa.special_register_names():
-                    items.append(
-                        types.CompletionItem(label=n, kind=types.CompletionItemKind.Constant)
-                    )
-        elif isa is not None and word.startswith("."):
-            for n in isa.directive_names():
-                items.append(types.CompletionItem(label=n, kind=types.CompletionItemKind.Keyword))
-        elif isa is not None and "." in word:  # a modifier after an opcode: ld.glo|
-            for n in isa.modifier_names():
-                items.append(
-                    types.CompletionItem(
-                        label=n.lstrip("."), kind=types.CompletionItemKind.EnumMember
-                    )
-                )
-        else:
-            if isa is not None:
-                for n in isa.opcode_names():
-                    items.append(
-                        types.CompletionItem(label=n, kind=types.CompletionItemKind.Function)
-                    )
-            if func:
-                for n in func.labels:
-                    items.append(
-                        types.CompletionItem(label=n, kind=types.CompletionItemKind.Reference)
-                    )
-        return types.CompletionList(is_incomplete=False, items=items)
+def symbols(ls: PtxlsServer, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
+    got = ls.state(ParseCache).get(ls, params.text_document.uri)
+    return [convert.document_symbol(i) for i in ptx_index.outline(got[0])] if got else []
 
 
-def _usage_hover(ls: PtxlsServer, uri: str, ref) -> types.Hover | None:  # noqa: ANN001
+def definition(ls: PtxlsServer, params: types.DefinitionParams) -> types.Location | None:
+    got = ls.state(ParseCache).get(ls, params.text_document.uri)
+    if got is None:
+        return None
+    ref = ptx_index.name_at(got[0], params.position.line, params.position.character)
+    span = ptx_index.definition(ref, got[0]) if ref else None
+    return convert.location(params.text_document.uri, span) if span else None
+
+
+def references(ls: PtxlsServer, params: types.ReferenceParams) -> list[types.Location]:
+    got = ls.state(ParseCache).get(ls, params.text_document.uri)
+    if got is None:
+        return []
+    ref = ptx_index.name_at(got[0], params.position.line, params.position.character)
+    if ref is None:
+        return []
+    spans = ptx_index.references(ref, got[0], params.context.include_declaration)
+    return [convert.location(params.text_document.uri, s) for s in spans]
+
+
+def hover(ls: PtxlsServer, params: types.HoverParams) -> types.Hover | None:
+    got = ls.state(ParseCache).get(ls, params.text_document.uri)
+    if got is None:
+        return None
+    module, lines = got
+    line, col = params.position.line, params.position.character
+    ref = ptx_index.name_at(module, line, col)
+    if ref is not None and ref.kind == "function":
+        return _usage_hover(ls, params.text_document.uri, ref)
+    if ref is not None and ref.kind == "register":
+        return convert.markdown_hover(ptx_index.describe_register(ref, module), ref.span)
+    if ref is not None and ref.kind in ("label", "param"):
+        return convert.markdown_hover(_describe_name(ref, module), ref.span)
+    if not (0 <= line < len(lines)):
+        return None
+    tok = ptx_index.token_at(lines[line], col)
+    text = isa.hover_markdown(tok[0]) if tok else None
+    if not text:
+        return None
+    return convert.markdown_hover(text, convert.line_range(line, tok[1], tok[2]))
+
+
+def _describe_name(ref, module: PtxModule) -> str:
+    """'label `$L1`; defined on line 4; used 2 times' (or a kernel parameter with its type)."""
+    uses = len(ptx_index.references(ref, module, include_declaration=False))
+    where = ptx_index.definition(ref, module)
+    at = f"defined on line {where.start.line + 1}" if where else "not defined"
+    kind = "label" if ref.kind == "label" else "kernel parameter"
+    extra = ""
+    if ref.kind == "param" and ref.function:
+        for i, p in enumerate(ref.function.params):
+            if p.name == ref.name:
+                extra = f" — `{p.type}`, parameter {i + 1} of `{ref.function.name}`"
+    return f"{kind} `{ref.name}`{extra}; {at}; used {uses} times"
+
+
+def completion(ls: PtxlsServer, params: types.CompletionParams) -> types.CompletionList:
+    got = ls.state(ParseCache).get(ls, params.text_document.uri)
+    if got is None:
+        return convert.completion_list([])
+    module, lines = got
+    line = lines[params.position.line] if params.position.line < len(lines) else ""
+    before = line[: params.position.character]
+    word = before.split()[-1] if before.split() else ""
+    func = module.function_at(params.position.line)
+    items: list[Completion] = []
+    if not word.startswith((".", "%")):  # other features' items (the kernel library)
+        for provider in ls.completion_providers:
+            items += provider(ls, "\n".join(lines), func is not None)
+    return convert.completion_list(items + _words(word, func))
+
+
+def _words(word: str, func: PtxFunction | None) -> list[Completion]:
+    """What may come at ``word``: registers after %, directives after ., modifiers after an
+    opcode's dot, else opcodes and the function's labels."""
+    if word.lstrip("[{@!").startswith("%"):
+        names: set[str] = set()
+        for d in func.decls if func else []:
+            if d.count is None:
+                names.add(d.name)
+            else:
+                names.update(f"{d.name}{i}" for i in range(min(d.count, 64)))
+        return [Completion(n, "register") for n in sorted(names)] + [
+            Completion(n, "special-register") for n in isa.special_register_names()
+        ]
+    if word.startswith("."):
+        return [Completion(n, "directive") for n in isa.directive_names()]
+    if "." in word:  # a modifier after an opcode: ld.glo|
+        return [Completion(n.lstrip("."), "modifier") for n in isa.modifier_names()]
+    labels = [Completion(n, "label") for n in func.labels] if func else []
+    return [Completion(n, "opcode") for n in isa.opcode_names()] + labels
+
+
+def _usage_hover(ls: PtxlsServer, uri: str, ref) -> types.Hover | None:
     """ptxas -v of the entry under the cursor, from the last clean check of this version."""
     doc = ls.open_document(uri)
-    version, usage = getattr(ls, "ptx_usage", {}).get(uri, (None, []))
+    version, usage = ls.state(PtxCheckState).usage.get(uri, (None, []))
     mine = [u for u in usage if u.name == ref.name]
     if not mine:
         return None
     text = resources.format_usage_markdown(mine[0])
     if doc is None or doc.version != version:
         text = "_from the last version ptxas assembled cleanly_\n\n" + text
-    return _markdown(text, ref.span)
+    return convert.markdown_hover(text, ref.span)
 
 
-def _markdown(text: str, span: Span) -> types.Hover:
-    return types.Hover(
-        contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text), range=_range(span)
-    )
+def on_close(ls: PtxlsServer, params) -> None:
+    ls.state(ParseCache).drop(params.text_document.uri)
+
+
+COMPLETION_OPTIONS = types.CompletionOptions(trigger_characters=["%", "."])
+
+
+def register(server: PtxlsServer) -> None:
+    server.did_close_hooks.append(on_close)
+    server.hover_providers.append(hover)
+    server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)(symbols)
+    server.feature(types.TEXT_DOCUMENT_DEFINITION)(definition)
+    server.feature(types.TEXT_DOCUMENT_REFERENCES)(references)
+    server.feature(types.TEXT_DOCUMENT_COMPLETION, COMPLETION_OPTIONS)(completion)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from lsprotocol import types
@@ -52,7 +53,7 @@ def arch_and_source(setting: str | None, target: str | None) -> tuple[str, str]:
     return (gpu, "GPU") if gpu else (DEFAULT_ARCH, "default")
 
 
-def file_status_payload(server: PtxlsServer, uri: str, header) -> dict:  # noqa: ANN001
+def file_status_payload(server: PtxlsServer, uri: str, header) -> dict:
     version, target = header
     arch, arch_from = arch_and_source(server.settings.arch, target)
     payload: dict = {
@@ -97,57 +98,61 @@ def status_payload(server: PtxlsServer) -> dict:
     }
 
 
+@dataclass
+class StatusState:
+    started: bool = False  # initialized came: settings changes now resend the status
+    # uri → the (header, arch setting, ptxas setting) its last fileStatus was for
+    file_keys: dict[str, tuple] = field(default_factory=dict)
+
+
+async def _send_status(ls: PtxlsServer) -> None:
+    payload = await asyncio.to_thread(status_payload, ls)
+    ls.protocol.notify(METHOD, payload)
+    ls.log_message(f"ptxls status: {payload}")
+
+
+def on_initialized(ls: PtxlsServer) -> None:
+    ls.state(StatusState).started = True
+    asyncio.get_running_loop().create_task(_send_status(ls))
+
+
+def _on_settings(ls: PtxlsServer) -> None:
+    state = ls.state(StatusState)
+    if state.started:  # before initialized, the initialized hook sends the first status
+        asyncio.get_running_loop().create_task(_send_status(ls))
+    for uri in list(state.file_keys):
+        _refresh_file(ls, uri)
+
+
+async def _send_file_status(ls: PtxlsServer, uri: str, key: tuple) -> None:
+    payload = await asyncio.to_thread(file_status_payload, ls, uri, key[0])
+    if ls.state(StatusState).file_keys.get(uri) == key:  # still what the document says
+        ls.protocol.notify(FILE_METHOD, payload)
+
+
+def _refresh_file(ls: PtxlsServer, uri: str) -> None:
+    doc = ls.open_document(uri)
+    if doc is None or language_of(uri, doc.language_id) != PTX:
+        return
+    # scan_header stops at the first .version/.target: cheap enough for every keystroke.
+    key = (scan_header(doc.source), ls.settings.arch, ls.settings.ptxas_path)
+    sent = ls.state(StatusState).file_keys
+    if sent.get(uri) != key:
+        sent[uri] = key
+        asyncio.get_running_loop().create_task(_send_file_status(ls, uri, key))
+
+
+def on_document(ls: PtxlsServer, params) -> None:
+    _refresh_file(ls, params.text_document.uri)
+
+
+def on_close(ls: PtxlsServer, params) -> None:
+    ls.state(StatusState).file_keys.pop(params.text_document.uri, None)
+
+
 def register(server: PtxlsServer) -> None:
-    async def send(ls: PtxlsServer) -> None:
-        payload = await asyncio.to_thread(status_payload, ls)
-        ls.protocol.notify(METHOD, payload)
-        ls.log_message(f"ptxls status: {payload}")
-
-    started = False
-
-    def on_settings(_settings) -> None:  # noqa: ANN001
-        if started:  # before initialized, the initialized hook sends the first status
-            asyncio.get_running_loop().create_task(send(server))
-
-    def on_initialized(ls: PtxlsServer) -> None:
-        nonlocal started
-        started = True
-        asyncio.get_running_loop().create_task(send(ls))
-
-    server.settings_listeners.append(on_settings)
     server.initialized_hooks.append(on_initialized)
-    _register_file_status(server)
-
-
-def _register_file_status(server: PtxlsServer) -> None:
-    sent: dict[str, tuple] = {}  # uri → the (header, settings) its last fileStatus was for
-
-    async def send(uri: str, key: tuple) -> None:
-        payload = await asyncio.to_thread(file_status_payload, server, uri, key[0])
-        if sent.get(uri) == key:  # still what the document says
-            server.protocol.notify(FILE_METHOD, payload)
-
-    def refresh(uri: str) -> None:
-        doc = server.open_document(uri)
-        if doc is None or language_of(uri, doc.language_id) != PTX:
-            return
-        # scan_header stops at the first .version/.target: cheap enough for every keystroke.
-        key = (scan_header(doc.source), server.settings.arch, server.settings.ptxas_path)
-        if sent.get(uri) != key:
-            sent[uri] = key
-            asyncio.get_running_loop().create_task(send(uri, key))
-
-    def on_document(_ls, params) -> None:  # noqa: ANN001
-        refresh(params.text_document.uri)
-
-    def on_close(_ls, params) -> None:  # noqa: ANN001
-        sent.pop(params.text_document.uri, None)
-
-    def on_settings(_settings) -> None:  # noqa: ANN001
-        for uri in list(sent):
-            refresh(uri)
-
+    server.settings_listeners.append(lambda _settings: _on_settings(server))
     server.did_open_hooks.append(on_document)
     server.did_change_hooks.append(on_document)
     server.did_close_hooks.append(on_close)
-    server.settings_listeners.append(on_settings)

@@ -1,12 +1,14 @@
-// The client's own commands. The ones that act on a kernel find the kernel under the
-// cursor and forward to the server's commands through workspace/executeCommand:
+// The client's own commands. The ones that act on a kernel ask the server for the document's
+// kernels (ptxls/kernels), take the one under the cursor and forward to the server's commands
+// through workspace/executeCommand:
 //   ptxls.runGpuTest (uri, kernel), ptxls.lowerToPtx (uri, kernel, backend), ptxls.showPtx (uri, kernel).
+//   ptxls.showSass (uri, kernel).
 // They have different ids from the server's own, which vscode-languageclient registers
 // under the server's names.
 import * as vscode from "vscode";
 import { ExecuteCommandRequest } from "vscode-languageclient/node";
 import { clearApiKey, promptAndStoreApiKey } from "./apiKey";
-import { findKernels, kernelAt } from "./kernels";
+import { kernelAt, requestKernels } from "./kernels";
 import type { ServerManager } from "./server";
 
 export function registerCommands(context: vscode.ExtensionContext, servers: ServerManager): void {
@@ -27,7 +29,7 @@ export function registerCommands(context: vscode.ExtensionContext, servers: Serv
   });
 
   register("ptxls.runGpuTestHere", async () => {
-    const target = await kernelUnderCursor();
+    const target = await kernelUnderCursor(servers);
     if (target) {
       const result = await forward(servers, "ptxls.runGpuTest", [target.uri, target.kernel], `Testing ${target.kernel} on the GPU`);
       showSummary(result, `GPU test of ${target.kernel} finished.`, "Hover the kernel's name for the details.");
@@ -35,7 +37,7 @@ export function registerCommands(context: vscode.ExtensionContext, servers: Serv
   });
 
   register("ptxls.lowerToPtxHere", async () => {
-    const target = await kernelUnderCursor();
+    const target = await kernelUnderCursor(servers);
     if (!target) {
       return;
     }
@@ -57,11 +59,28 @@ export function registerCommands(context: vscode.ExtensionContext, servers: Serv
   });
 
   register("ptxls.showPtxHere", async () => {
-    const target = await kernelUnderCursor();
+    const target = await kernelUnderCursor(servers);
     if (target) {
       const result = await forward(servers, "ptxls.showPtx", [target.uri, target.kernel], `PTX for ${target.kernel}`);
       if (isRecord(result) && result.ok === false) {
         showSummary(result, `No PTX for ${target.kernel}.`);
+      }
+      await openIfDocument(result);
+    }
+  });
+
+  // ptxls.showSass (uri, kernel): the kernel's SASS under the PTX/CUDA lines it came from,
+  // written to .ptxls/show/<kernel>.sass (or only returned as text outside the workspace).
+  register("ptxls.showSassHere", async () => {
+    const target = await kernelUnderCursor(servers);
+    if (target) {
+      const result = await forward(servers, "ptxls.showSass", [target.uri, target.kernel], `SASS for ${target.kernel}`);
+      if (isRecord(result) && result.ok === false) {
+        showSummary(result, `No SASS for ${target.kernel}.`);
+      } else if (isRecord(result) && typeof result.uri !== "string" && typeof result.sass === "string") {
+        const document = await vscode.workspace.openTextDocument({ language: "plaintext", content: result.sass });
+        await vscode.window.showTextDocument(document, { preview: false, viewColumn: vscode.ViewColumn.Beside });
+        return;
       }
       await openIfDocument(result);
     }
@@ -73,14 +92,27 @@ interface KernelTarget {
   kernel: string;
 }
 
-async function kernelUnderCursor(): Promise<KernelTarget | undefined> {
+// The kernel under the cursor, as the server reads the document (request ptxls/kernels).
+async function kernelUnderCursor(servers: ServerManager): Promise<KernelTarget | undefined> {
   const editor = vscode.window.activeTextEditor;
   if (!editor) {
     void vscode.window.showWarningMessage("ptxls: open a .ptx, .cu or Triton file and put the cursor in a kernel.");
     return undefined;
   }
+  const client = servers.running;
+  if (!client) {
+    await sayNotRunning(servers);
+    return undefined;
+  }
   const document = editor.document;
-  const kernels = findKernels(document.getText(), document.languageId);
+  let kernels;
+  try {
+    kernels = await requestKernels(client, document.uri.toString());
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    void vscode.window.showErrorMessage(`ptxls: could not list the kernels of ${vscode.workspace.asRelativePath(document.uri)}: ${message}`);
+    return undefined;
+  }
   if (kernels.length === 0) {
     void vscode.window.showWarningMessage(`ptxls: no kernel (.entry, __global__ or @triton.jit) found in ${vscode.workspace.asRelativePath(document.uri)}.`);
     return undefined;
@@ -95,14 +127,18 @@ async function kernelUnderCursor(): Promise<KernelTarget | undefined> {
   return kernel === undefined ? undefined : { uri: document.uri.toString(), kernel };
 }
 
+async function sayNotRunning(servers: ServerManager): Promise<void> {
+  const showOutput = "Show output";
+  const choice = await vscode.window.showErrorMessage("ptxls: the language server is not running.", showOutput);
+  if (choice === showOutput) {
+    servers.output.show(true);
+  }
+}
+
 async function forward(servers: ServerManager, command: string, args: unknown[], title: string): Promise<unknown> {
   const client = servers.running;
   if (!client) {
-    const showOutput = "Show output";
-    const choice = await vscode.window.showErrorMessage("ptxls: the language server is not running.", showOutput);
-    if (choice === showOutput) {
-      servers.output.show(true);
-    }
+    await sayNotRunning(servers);
     return undefined;
   }
   // The server reports its own progress ($/progress) for long commands; this notification

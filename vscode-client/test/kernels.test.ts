@@ -1,68 +1,58 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { findKernels, kernelAt } from "../src/kernels";
+import { KERNELS_REQUEST, type KernelSource, kernelAt, requestKernels } from "../src/kernels";
 
-test("PTX: every .entry, with its line", () => {
-  const ptx = [
-    ".version 8.5",
-    ".target sm_90",
-    ".visible .entry first(",
-    "\t.param .u64 p",
-    ")",
-    "{ ret; }",
-    ".entry second()",
-    "{ ret; }",
-    ".func helper() { ret; }",
-  ].join("\n");
-  assert.deepEqual(findKernels(ptx, "ptx"), [
-    { name: "first", line: 2 },
-    { name: "second", line: 6 },
+// A stand-in for the LanguageClient: records the request, answers what the test says.
+function client(answer: unknown): KernelSource & { sent: [string, unknown][] } {
+  const sent: [string, unknown][] = [];
+  return {
+    sent,
+    async sendRequest(method: string, params: unknown) {
+      sent.push([method, params]);
+      return answer;
+    },
+  };
+}
+
+test("the kernels come from the server's ptxls/kernels answer, for the document's uri", async () => {
+  const server = client([
+    { name: "vec_add", line: 2, kind: "cuda-global" },
+    { name: "scale", line: 5, kind: "cuda-global" },
   ]);
+  const kernels = await requestKernels(server, "file:///w/two.cu");
+  assert.deepEqual(server.sent, [[KERNELS_REQUEST, { textDocument: { uri: "file:///w/two.cu" } }]]);
+  assert.deepEqual(
+    kernels.map((k) => [k.name, k.line, k.kind]),
+    [
+      ["vec_add", 2, "cuda-global"],
+      ["scale", 5, "cuda-global"],
+    ],
+  );
 });
 
-test("CUDA: __global__ kernels, with launch bounds, templates and extern C", () => {
-  const cu = [
-    "#include <cuda_runtime.h>",
-    "__device__ float twice(float x) { return 2 * x; }",
-    'extern "C" __global__ void vec_add(const float* a, const float* b, float* c, int n) {',
-    "  int i = blockIdx.x * blockDim.x + threadIdx.x;",
-    "}",
-    "__global__ void __launch_bounds__(256, 2)",
-    "scale(float* x) {}",
-    "template <int N> __global__ void tiled(float* x) {}",
-    "int main() { vec_add<<<1, 1>>>(0, 0, 0, 0); }",
-  ].join("\n");
-  assert.deepEqual(findKernels(cu, "cuda-cpp"), [
-    { name: "vec_add", line: 2 },
-    { name: "scale", line: 5 },
-    { name: "tiled", line: 7 },
-  ]);
-});
-
-test("Triton: @triton.jit and @jit functions, reported at the def line", () => {
-  const py = [
-    "import triton",
-    "from triton import jit",
-    "@triton.jit",
-    "def add_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):",
-    "    pass",
-    "def helper():",
-    "    pass",
-    "@jit(do_not_specialize=['n'])",
-    "@some.other_decorator",
-    "def mul_kernel(x_ptr):",
-    "    pass",
-  ].join("\n");
-  assert.deepEqual(findKernels(py, "python"), [
-    { name: "add_kernel", line: 3 },
-    { name: "mul_kernel", line: 9 },
-  ]);
+test("an answer of another shape (an older server, a bad entry) gives no kernel from it", async () => {
+  assert.deepEqual(await requestKernels(client(null), "file:///a.ptx"), []);
+  assert.deepEqual(await requestKernels(client({ kernels: [] }), "file:///a.ptx"), []);
+  const mixed = await requestKernels(
+    client([
+      { name: "ok", line: 1, kind: "ptx-entry" },
+      { name: "no-line", kind: "ptx-entry" },
+      { name: "bad-kind", line: 3, kind: "function" },
+      { name: 7, line: 4, kind: "ptx-entry" },
+      { name: "half", line: 1.5, kind: "triton-jit" },
+    ]),
+    "file:///a.ptx",
+  );
+  assert.deepEqual(
+    mixed.map((k) => k.name),
+    ["ok"],
+  );
 });
 
 test("the kernel under the cursor is the closest definition above it", () => {
   const kernels = [
-    { name: "a", line: 2 },
-    { name: "b", line: 10 },
+    { name: "a", line: 2, kind: "ptx-entry" as const },
+    { name: "b", line: 10, kind: "ptx-entry" as const },
   ];
   assert.equal(kernelAt(kernels, 5)?.name, "a");
   assert.equal(kernelAt(kernels, 10)?.name, "b");
@@ -70,9 +60,5 @@ test("the kernel under the cursor is the closest definition above it", () => {
   // Above every kernel with two to choose from: no guess.
   assert.equal(kernelAt(kernels, 0), undefined);
   // Above the only kernel: that one.
-  assert.equal(kernelAt([{ name: "only", line: 4 }], 0)?.name, "only");
-});
-
-test("other languages have no kernels", () => {
-  assert.deepEqual(findKernels("__global__ void k() {}", "plaintext"), []);
+  assert.equal(kernelAt([{ name: "only", line: 4, kind: "triton-jit" }], 0)?.name, "only");
 });
