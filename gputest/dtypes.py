@@ -1,5 +1,5 @@
 """Element types the harness knows: how they are stored on the host, poisoned, generated and
-compared.
+compared. Which C types there are, and their widths, is ``ptxls.frontend.c_types``.
 
 numpy has no bfloat16, so bf16 travels as its raw 16-bit pattern (uint16) and is widened to
 float32 by a shift when values are needed. Everything else maps onto a numpy dtype directly.
@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from ptxls.frontend.c_types import C_TYPES, element_type
 
 
 @dataclass(frozen=True)
@@ -26,63 +28,27 @@ class DType:
         return np.dtype(self.storage).itemsize
 
 
-DTYPES: dict[str, DType] = {
-    d.name: d
-    for d in [
-        DType("f64", "float64", True, 1e-12, ("double",), (".f64", ".b64")),
-        DType("f32", "float32", True, 1e-5, ("float",), (".f32", ".b32")),
-        # f16/bf16 kernels often compute in f32 and round once; a few ulps is still right.
-        DType("f16", "float16", True, 2e-3, ("half", "__half"), (".f16", ".b16")),
-        DType(
-            "bf16",
-            "uint16",
-            True,
-            1.6e-2,
-            ("__nv_bfloat16", "nv_bfloat16", "bfloat16"),
-            (".bf16", ".b16"),
-        ),
-        DType(
-            "i64",
-            "int64",
-            False,
-            0.0,
-            ("long long", "int64_t", "long", "ptrdiff_t"),
-            (".s64", ".b64", ".u64"),
-        ),
-        DType(
-            "u64",
-            "uint64",
-            False,
-            0.0,
-            ("unsigned long long", "uint64_t", "size_t", "unsigned long"),
-            (".u64", ".b64", ".s64"),
-        ),
-        DType(
-            "i32",
-            "int32",
-            False,
-            0.0,
-            ("int", "int32_t", "signed int", "signed"),
-            (".s32", ".b32", ".u32"),
-        ),
-        DType(
-            "u32",
-            "uint32",
-            False,
-            0.0,
-            ("unsigned int", "uint32_t", "unsigned"),
-            (".u32", ".b32", ".s32"),
-        ),
-        DType("i16", "int16", False, 0.0, ("short", "int16_t"), (".s16", ".b16", ".u16")),
-        DType(
-            "u16", "uint16", False, 0.0, ("unsigned short", "uint16_t"), (".u16", ".b16", ".s16")
-        ),
-        DType("i8", "int8", False, 0.0, ("signed char", "int8_t", "char"), (".s8", ".b8", ".u8")),
-        DType("u8", "uint8", False, 0.0, ("unsigned char", "uint8_t"), (".u8", ".b8", ".s8")),
-    ]
+# How each C type of ptxls.frontend.c_types is held on the host, and its default tolerance.
+# f16/bf16 kernels often compute in f32 and round once; a few ulps is still right.
+_HOST = {
+    "f64": ("float64", 1e-12),
+    "f32": ("float32", 1e-5),
+    "f16": ("float16", 2e-3),
+    "bf16": ("uint16", 1.6e-2),
+    "i64": ("int64", 0.0),
+    "u64": ("uint64", 0.0),
+    "i32": ("int32", 0.0),
+    "u32": ("uint32", 0.0),
+    "i16": ("int16", 0.0),
+    "u16": ("uint16", 0.0),
+    "i8": ("int8", 0.0),
+    "u8": ("uint8", 0.0),
 }
 
-_BY_CUDA = {c: d for d in DTYPES.values() for c in d.cuda_names}
+DTYPES: dict[str, DType] = {
+    c.name: DType(c.name, _HOST[c.name][0], c.is_float, _HOST[c.name][1], c.c_names, c.ptx_types)
+    for c in C_TYPES.values()
+}
 
 
 def dtype(name: str) -> DType:
@@ -95,8 +61,8 @@ def dtype(name: str) -> DType:
 
 def from_cuda(type_name: str) -> DType | None:
     """Map a C/CUDA base type ('const float', 'unsigned int', 'int32_t') to a DType."""
-    words = [w for w in type_name.replace("const", " ").replace("volatile", " ").split() if w]
-    return _BY_CUDA.get(" ".join(words))
+    found = element_type(type_name)
+    return DTYPES[found.name] if found else None
 
 
 def bf16_to_f32(bits: np.ndarray) -> np.ndarray:

@@ -20,6 +20,7 @@ from ptxls.diagnostics.engine import (
     split_lines,
 )
 from ptxls.diagnostics.model import Problem, Severity
+from ptxls.frontend.c_types import c_type_bits
 from ptxls.frontend.ptx import parse_ptx
 
 MAX_ERRORS_IN_FEEDBACK = 12
@@ -242,28 +243,7 @@ class ExpectedParam:
 
     def ptx_bits(self) -> int | None:
         """Width in bits the PTX .param must have; None when unknown (structs, templates)."""
-        if self.is_pointer:
-            return 64
-        t = re.sub(r"\b(const|volatile|unsigned|signed)\b", " ", self.c_type).split()
-        base = t[-1] if t else ""
-        return {
-            "int": 32,
-            "float": 32,
-            "uint32_t": 32,
-            "int32_t": 32,
-            "double": 64,
-            "long": 64,
-            "int64_t": 64,
-            "uint64_t": 64,
-            "size_t": 64,
-            "short": 16,
-            "half": 16,
-            "__half": 16,
-            "char": 8,
-            "bool": 8,
-            "int8_t": 8,
-            "uint8_t": 8,
-        }.get(base)
+        return c_type_bits(self.c_type)
 
 
 _TYPE_BITS = re.compile(r"\.[busf](\d+)$")
