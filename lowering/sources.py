@@ -16,12 +16,12 @@ comment lines that are not blank, e.g.::
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass, field
 
 from ptxls.frontend.cuda import CudaParam, find_kernels, parse_params
 from ptxls.frontend.ptx import parse_ptx
+from ptxls.frontend.triton import read_triton
 
 from .ptx_check import ExpectedParam
 
@@ -66,45 +66,20 @@ def cuda_kernels(text: str) -> list[SourceKernel]:
 
 
 def triton_kernels(text: str) -> list[SourceKernel]:
-    """``@triton.jit`` (or ``@jit`` from triton) functions. Falls back to a regex scan when the
-    file does not parse (mid-edit), so the action does not flicker while typing."""
-    found = []
+    """``@triton.jit`` (or ``@jit`` from triton) functions, as the one Triton reader
+    (``frontend/triton.py``) finds them; it scans lines when the file does not parse (mid-edit),
+    so the action does not flicker while typing."""
     lines = text.splitlines()
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        tree = None
-    if tree is not None:
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.FunctionDef):
-                continue
-            decos = [ast.get_source_segment(text, d) or "" for d in node.decorator_list]
-            if not any(re.search(r"(^|\.)jit\b|autotune|heuristics", d) for d in decos):
-                continue
-            if not any("triton" in d or d.startswith("jit") for d in decos):
-                continue
-            start = min([d.lineno for d in node.decorator_list] + [node.lineno]) - 1
-            end = (node.end_lineno or node.lineno) - 1
-            found.append(
-                SourceKernel("triton", node.name, "\n".join(lines[start : end + 1]), start, end)
-            )
-        return found
-    for i, line in enumerate(lines):
-        if re.match(r"\s*@(triton\.)?jit\b", line):
-            j = i + 1
-            while j < len(lines) and not re.match(r"\s*def\s+", lines[j]):
-                j += 1
-            if j >= len(lines):
-                break
-            m = re.match(r"(\s*)def\s+(\w+)", lines[j])
-            indent = len(m.group(1))
-            k = j + 1
-            while k < len(lines) and (
-                not lines[k].strip() or len(lines[k]) - len(lines[k].lstrip()) > indent
-            ):
-                k += 1
-            found.append(SourceKernel("triton", m.group(2), "\n".join(lines[i:k]), i, k - 1))
-    return found
+    return [
+        SourceKernel(
+            "triton",
+            k.name,
+            "\n".join(lines[k.start_line : k.end_line + 1]),
+            k.start_line,
+            k.end_line,
+        )
+        for k in read_triton(text).kernels
+    ]
 
 
 _REQUEST = re.compile(r"^\s*(?://|#|;)\s*@ptx:\s*(?P<req>.*)$")
