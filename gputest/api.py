@@ -98,6 +98,7 @@ async def run_gpu_test(
     trusted: bool = False,
     spec_path: str | None = None,
     torch_baseline: bool = False,
+    triton_reference: dict | None = None,
 ) -> TestReport:
     """Test ``kernel`` of ``ptx_text`` on the GPU. The spec comes from ``spec``, else
     ``spec_path`` (``--spec FILE``), else a ``spec.json`` beside ``ptx_path`` that names this
@@ -130,7 +131,7 @@ async def run_gpu_test(
         kernel_source=("ptx", ptx_text), kernel=kernel, resolution=resolution, sizes=sizes,
         timeout_s=timeout_s, supervisor=supervisor, arch=arch, ptxas=ptxas, nvcc=nvcc, seed=seed,
         time_it=time_it, on_progress=on_progress, explicit_cuda_ref=reference_cuda is not None,
-        trusted=trusted, torch_baseline=torch_baseline,
+        trusted=trusted, torch_baseline=torch_baseline, triton_reference=triton_reference,
     )  # fmt: skip
     report.seconds = time.monotonic() - started
     return report
@@ -179,7 +180,7 @@ async def run_gpu_test_file(
 async def _run(
     *, kernel_source, kernel, resolution: SpecResolution, sizes=None, timeout_s=DEFAULT_TIMEOUT_S,
     supervisor=None, arch=None, ptxas=None, nvcc=None, seed=None, time_it=True, on_progress=None,
-    explicit_cuda_ref=False, trusted=False, torch_baseline=False,
+    explicit_cuda_ref=False, trusted=False, torch_baseline=False, triton_reference=None,
 ) -> TestReport:  # fmt: skip
     spec = resolution.spec
     if spec is None or resolution.problems:
@@ -204,7 +205,9 @@ async def _run(
     sup = supervisor or shared_supervisor()
 
     kind, text = kernel_source
-    if explicit_cuda_ref or (not spec.numpy_ref and resolution.reference_source):
+    if triton_reference is not None:
+        ref_kind = "triton"  # the Triton kernel itself (gputest/triton_ref.py), launched by Triton
+    elif explicit_cuda_ref or (not spec.numpy_ref and resolution.reference_source):
         ref_kind = "cuda"
     elif spec.numpy_ref:
         ref_kind = "numpy"
@@ -266,6 +269,9 @@ async def _run(
             else "the reference CUDA"
         )
         report.reference = f"nvcc -O3 {where} ({rb.tool.split(' (')[0]})"
+    elif ref_kind == "triton":
+        ref_req = {"kind": "triton", "build": triton_reference}
+        report.reference = f"the Triton kernel {triton_reference['kernel']}, launched by Triton"
     elif ref_kind == "numpy":
         ref_req = {"kind": "numpy", "expr": spec.numpy_ref, "trusted": trusted}
         report.reference = f"numpy in float64: {spec.numpy_ref}"

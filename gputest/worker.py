@@ -88,6 +88,10 @@ class Worker:
                 ref_mod = cd.load_cubin(Path(ref["cubin_path"]).read_bytes())
                 modules.append(ref_mod)
                 ref_fn = cd.get_function(ref_mod, ref["name"])
+            elif ref["kind"] == "triton":
+                from .triton_ref import TritonReference
+
+                ref_fn = TritonReference(ref)  # built from the kernel's own source only
             baseline_fn = None
             if req.get("baseline"):
                 base_mod = cd.load_cubin(Path(req["baseline"]["cubin_path"]).read_bytes())

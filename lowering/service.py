@@ -35,7 +35,7 @@ PLANS_DIR = Path(".ptxls") / "plans"
 class LowerJob:
     source_path: Path
     text: str
-    backend: str = "llm"  # "llm" or "nvcc"
+    backend: str = "llm"  # "llm", "nvcc" or "triton" (the compilers' reference lowerings)
     kernel: str | None = None  # by name ...
     line: int | None = None  # ... or the one at this 0-based line
     describe: str | None = None  # a plain-language request instead of a kernel in the file
@@ -95,6 +95,8 @@ def choose_kernel(job: LowerJob) -> SourceKernel | str:
     found = kernels_in(job.text, language)
     if job.backend == "nvcc":
         found = [k for k in found if k.kind == "cuda"]
+    elif job.backend == "triton":
+        found = [k for k in found if k.kind == "triton"]
     if job.line is not None:
         # the line wins, but a name given with it must agree (the buffer may have moved)
         at = [k for k in found if k.contains(job.line) and (not job.kernel or k.name == job.kernel)]
@@ -130,23 +132,34 @@ async def lower_nvcc(job: LowerJob, progress: Progress | None = None) -> LowerOu
     src = choose_kernel(job)
     if isinstance(src, str):
         return LowerOutcome(False, src)
-    if src.kind != "cuda":
-        return LowerOutcome(False, "the nvcc reference lowering needs a CUDA __global__ kernel")
     arch = job.arch or "sm_90"
-    res = await lower_with_nvcc(
-        job.text,
-        file_path=str(job.source_path),
-        kernel=src.name,
-        arch=arch,
-        nvcc_path=job.nvcc_path,
-        ptxas_path=job.ptxas_path,
-    )
+    if job.backend == "triton":
+        from .triton_reference import lower_with_triton
+
+        if src.kind != "triton":
+            return LowerOutcome(
+                False, "the Triton reference lowering needs an @triton.jit function"
+            )
+        res = await lower_with_triton(job.text, file_path=str(job.source_path), kernel=src.name,
+                                      arch=arch, ptxas_path=job.ptxas_path)  # fmt: skip
+    elif src.kind != "cuda":
+        return LowerOutcome(False, "the nvcc reference lowering needs a CUDA __global__ kernel")
+    else:
+        res = await lower_with_nvcc(
+            job.text,
+            file_path=str(job.source_path),
+            kernel=src.name,
+            arch=arch,
+            nvcc_path=job.nvcc_path,
+            ptxas_path=job.ptxas_path,
+        )
     if not res.ok:
-        return LowerOutcome(False, res.message, src.name, notes=res.notes, backend="nvcc")
+        return LowerOutcome(False, res.message, src.name, notes=res.notes, backend=job.backend)
+    arch = getattr(res, "arch", "") or arch  # Triton's PTX targets sm_90a
     usage = await resource_usage(res.ptx, res.entry, arch=arch, ptxas_path=job.ptxas_path)
     prov = Provenance(
         resources=f"{usage.text()} (ptxas -v, {arch})" if usage.registers is not None else "",
-        backend="nvcc",
+        backend=job.backend,
         source=_shown_path(job.source_path, job.workspace),
         kernel=src.name,
         tool=res.tool,
@@ -158,23 +171,23 @@ async def lower_nvcc(job: LowerJob, progress: Progress | None = None) -> LowerOu
     ptx = with_header(res.ptx, prov)
     _root, inside = workspace_of(job)
     plan = (
-        plan_output(job.source_path, src.name, "nvcc", ptx, job.output)
+        plan_output(job.source_path, src.name, job.backend, ptx, job.output)
         if inside or job.output is not None
         else None
     )
     report = "\n".join(f"note: {n}" for n in res.notes)  # the success itself is said once, last
     return LowerOutcome(
         True,
-        f"{src.name}: nvcc reference lowering, {res.compile_summary} (not GPU-tested)",
+        f"{src.name}: {job.backend} reference lowering, {res.compile_summary} (not GPU-tested)",
         src.name,
         ptx,
         plan,
         report,
         notes=res.notes,
-        not_tested_why="the nvcc reference is compiler output, not GPU-tested",
+        not_tested_why=f"the {job.backend} reference is compiler output, not GPU-tested",
         ran=True,
         inside_workspace=inside,
-        backend="nvcc",
+        backend=job.backend,
     )
 
 
@@ -220,6 +233,10 @@ def source_spec(src: SourceKernel, job: LowerJob):  # -> (TestSpec | None, why)
     elif src.kind == "ptx":
         res = spec_for_ptx(job.text, src.name, ptx_path=str(job.source_path))
         spec, problems = res.spec, res.problems
+    elif src.kind == "triton":
+        from .triton_reference import triton_test_spec
+
+        spec, problems, _build = triton_test_spec(job.text, src.name, str(job.source_path))
     else:
         return None, f"no runnable {src.kind.capitalize()} reference"
     if spec is None or problems:
@@ -243,8 +260,15 @@ def spec_text(spec) -> str:
         launch += f" shared={spec.launch.shared}"
     sizes = "sizes " + " ".join(str(n) for n in spec.sizes)
     tol = f"tol {spec.tol:g}" if spec.tol is not None else "tol: per-dtype default"
-    ref = f"ref: {spec.numpy_ref}" if spec.numpy_ref else "ref: the nvcc-compiled source"
+    ref = f"ref: {spec.numpy_ref}" if spec.numpy_ref else f"ref: {_compiled_reference(spec)}"
     return f"{params}; {launch}; {sizes}; {tol}; {ref}"
+
+
+def _compiled_reference(spec) -> str:
+    """What a spec without a numpy ``ref:`` is checked against: the source, compiled."""
+    if any("Triton" in o for o in spec.origin):  # gputest/triton_ref.infer_spec
+        return "the Triton kernel itself, launched by Triton"
+    return "the nvcc-compiled source"
 
 
 def facts_for_test(spec, tested: bool) -> prompt.TestFacts:
@@ -264,7 +288,7 @@ def facts_for_test(spec, tested: bool) -> prompt.TestFacts:
         tol = spec.tol if spec.tol is not None else (dt.rtol if dt else None)
         if tol is not None:
             tols.append(f"{p.name} ({p.dtype}) within a relative error of {tol:g}")
-    ref = "a float64 numpy reference" if spec.numpy_ref else "the nvcc-compiled source"
+    ref = "a float64 numpy reference" if spec.numpy_ref else _compiled_reference(spec)
     numerics = (
         f"outputs are compared element by element with {ref}: " + ", ".join(tols) if tols else ""
     )
@@ -279,7 +303,7 @@ async def default_verifier(src: SourceKernel, job: LowerJob):  # -> (Verifier, w
     source, and handed to the verifier: the candidate's own ``@gputest`` lines are never read."""
     if job.compile_only:
         why = "compile-only requested"
-        spec, _ = source_spec(src, job) if src.kind != "triton" else (None, "")
+        spec, _ = source_spec(src, job)
         return compile_only_verifier(why), why, spec
     spec, why = source_spec(src, job)
     if spec is None:
@@ -293,6 +317,11 @@ async def default_verifier(src: SourceKernel, job: LowerJob):  # -> (Verifier, w
             "",
             spec,
         )
+    if src.kind == "triton":
+        from .triton_reference import triton_test_spec
+
+        _spec, _problems, build = triton_test_spec(job.text, src.name, str(job.source_path))
+        return gpu_verifier(spec=spec, triton_reference=build.to_json()), "", spec
     return gpu_verifier(spec=spec), "", spec
 
 
@@ -588,7 +617,7 @@ async def close_gpu_worker() -> None:
 
 
 async def lower(job: LowerJob, settings: LlmSettings | None = None, **kw) -> LowerOutcome:
-    if job.backend == "nvcc":
+    if job.backend in ("nvcc", "triton"):
         return await lower_nvcc(job, kw.get("progress"))
     if settings is None:
         from .settings import from_env
