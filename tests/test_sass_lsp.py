@@ -64,7 +64,7 @@ async def test_show_sass_lens_command_view_and_hover(client: LanguageClient, tmp
     result = await _show_sass(client, *lens.command.arguments)
     assert result["ok"], result
     assert result["kernel"] == "vec_add" and "registers" in result["summary"]
-    view = tmp_path / ".ptxls" / "show" / "vec_add.sass"
+    view = tmp_path / ".ptxls" / "show" / "vec_add.sass.txt"
     assert result["uri"] == view.as_uri() and view.read_text() == result["sass"]
     for _ in range(100):  # asked of the client without waiting for its answer
         if client.shown_documents:

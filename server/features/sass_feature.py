@@ -4,8 +4,8 @@
   action on the kernel under the cursor in .ptx and .cu documents. It assembles the buffer with
   ptxas -lineinfo, disassembles with nvdisasm (diagnostics.sass) and writes the listing — SASS
   under the PTX/CUDA line each instruction came from, registers and instruction counts — to
-  ``.ptxls/show/<kernel>.sass`` in the source's workspace folder (outside every folder: no file,
-  the text only), opened like Show PTX's view. Answers ``{ok, summary, uri?, sass, kernel}``.
+  ``.ptxls/show/<kernel>.sass.txt`` in the source's workspace folder (outside every folder: no
+  file, the text only), opened like Show PTX's view (.txt: ``.sass`` is the Sass stylesheet's). Answers ``{ok, summary, uri?, sass, kernel}``.
 - A hover on a PTX line lists the SASS instructions it became. It reads only the last SASS of
   that document version (made by Show SASS, and again on each save once Show SASS has run):
   nothing is assembled on a keystroke or a hover.
@@ -169,7 +169,7 @@ def _write_view(ls: PtxlsServer, uri: str, name: str, view: str, result: dict, o
         result["summary"] += " (the source is outside the workspace: not written to a file)"
         return result
     safe_name = "".join(c if c.isalnum() or c in "_$." else "_" for c in name)[:120]
-    target = root / ".ptxls" / "show" / f"{safe_name}.sass"
+    target = root / ".ptxls" / "show" / f"{safe_name}.sass.txt"
     try:
         written = safe_write.write_text(target, view, root=root, replace_symlink=True)
     except (safe_write.UnsafeWrite, OSError) as e:
