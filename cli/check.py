@@ -117,7 +117,7 @@ async def run_usage(
     Exit 0, 1 when ptxas finds errors in the file (printed like ``ptxls check``), 2 when it
     cannot run (no ptxas, unreadable file, --timeout, an --arch the .target rules out)."""
     from ptxls.diagnostics.ptxas_output import parse_ptxas_output, place_messages
-    from ptxls.diagnostics.resources import format_usage_markdown, usage_report
+    from ptxls.diagnostics.resources import entry_occupancy, format_usage_markdown, usage_report
     from ptxls.frontend.ptx import scan_header
     from ptxls.toolchain.discovery import ToolNotFound
 
@@ -150,7 +150,7 @@ async def run_usage(
     if fmt == "json":
         entries = []
         for u in report.entries:
-            occ = u.occupancy(block) if u.is_entry else None
+            occ = entry_occupancy(u, block) if u.is_entry else None
             entries.append(
                 {**dataclasses.asdict(u), "occupancy": dataclasses.asdict(occ) if occ else None}
             )

@@ -1,17 +1,15 @@
-"""Performance feedback: what ``ptxas -v`` says about a kernel's resources, and the concrete ask
-that follows from it and from its time against the nvcc-compiled source.
-
-    ptxas info    : Used 12 registers, used 0 barriers, 128 bytes smem
-        0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-"""
+"""Performance feedback: what ``ptxas -v`` says about a kernel's resources (read by
+``ptxls.frontend.ptxas_report``), and the concrete ask that follows from it and from its time
+against the nvcc-compiled source."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-from ptxls.toolchain.discovery import ToolNotFound, find_ptxas
-from ptxls.toolchain.ptxas import run_ptxas
+from ptxls.diagnostics.resources import usage_report
+from ptxls.frontend.ptxas_report import EntryUsage, entry_named
+from ptxls.toolchain.discovery import ToolNotFound
 
 
 @dataclass
@@ -23,6 +21,20 @@ class Resources:
     smem: int = 0
     tool: str = ""
 
+    @classmethod
+    def from_usage(cls, usage: EntryUsage | None, tool: str = "") -> Resources:
+        """One function's ``ptxas -v`` numbers (none known when ``usage`` is None)."""
+        if usage is None:
+            return cls(tool=tool)
+        return cls(
+            registers=usage.registers,
+            spill_stores=usage.spill_stores,
+            spill_loads=usage.spill_loads,
+            stack=usage.stack_frame,
+            smem=usage.shared_static,
+            tool=tool,
+        )
+
     def text(self) -> str:
         if self.registers is None:
             return "unknown (ptxas -v gave no usage)"
@@ -33,41 +45,16 @@ class Resources:
         )
 
 
-def parse_usage(output: str, kernel: str | None = None) -> Resources:
-    """Usage of ``kernel`` (the first entry when None) from ``ptxas -v`` output."""
-    res = Resources()
-    current = None
-    for line in output.splitlines():
-        m = re.search(r"(?:Compiling entry function|Function properties for) '?([\w$]+)'?", line)
-        if m:
-            current = m.group(1)
-            continue
-        if kernel and current and current != kernel:
-            continue
-        m = re.search(
-            r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line
-        )
-        if m:
-            res.stack, res.spill_stores, res.spill_loads = map(int, m.groups())
-        m = re.search(r"Used (\d+) registers", line)
-        if m:
-            res.registers = int(m.group(1))
-            s = re.search(r"(\d+) bytes smem", line)
-            res.smem = int(s.group(1)) if s else 0
-    return res
-
-
 async def resource_usage(
     ptx: str, kernel: str | None = None, *, arch: str = "sm_90", ptxas_path: str | None = None
 ) -> Resources:
+    """``kernel``'s usage (the first entry's when None) from a ``ptxas -v`` run; nothing known
+    when there is no ptxas or it rejects the PTX."""
     try:
-        tool = find_ptxas(ptxas_path)
-        run = await run_ptxas(ptx, tool=tool, arch=arch, extra_args=("-v",), timeout=60)
+        report = await usage_report(ptx, arch, ptxas_path)
     except (ToolNotFound, OSError):
         return Resources()
-    res = parse_usage(run.stderr + "\n" + run.stdout, kernel)
-    res.tool = tool.describe()
-    return res
+    return Resources.from_usage(entry_named(report.entries, kernel), report.tool)
 
 
 def perf_feedback(

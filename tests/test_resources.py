@@ -1,4 +1,5 @@
-"""Resource usage: ``ptxas -v`` output parsed per function, and the occupancy it implies.
+"""Resource usage: ``ptxas -v`` output parsed per function (ptxls.frontend.ptxas_report), and the
+occupancy it implies (ptxls.diagnostics.resources).
 
 The captured outputs below are real ptxas runs (CUDA 13.5 wheel and CUDA 13.0) on the kernels in
 SPILL_CU and SMEM_CU, compiled by nvcc to PTX; the last tests run ptxas for real."""
@@ -11,14 +12,14 @@ import pytest
 
 from ptxls.diagnostics.resources import (
     ARCH_LIMITS,
-    EntryUsage,
     block_size_hints,
+    entry_occupancy,
     format_usage_markdown,
     limits_for,
     occupancy,
-    parse_ptxas_verbose,
     usage_report,
 )
+from ptxls.frontend.ptxas_report import EntryUsage, parse_ptxas_verbose
 from ptxls.toolchain.discovery import ToolNotFound, all_tools, cuda_include_dirs, find_ptxas
 
 SMEM_CU = r"""
@@ -269,7 +270,7 @@ async def test_real_ptxas_reports_spills_and_block_size(tmp_path):
     spill = by_name["_Z12spill_kernelPfPKf"]
     assert spill.registers <= 32 and spill.spills  # __launch_bounds__(1024, 2) caps registers
     assert spill.block_size_hint == 1024
-    occ = spill.occupancy()
+    occ = entry_occupancy(spill)
     assert occ.block_size == 1024 and occ.blocks_per_sm == 2
 
 
