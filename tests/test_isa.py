@@ -1,5 +1,8 @@
 """Instruction knowledge: the table is well-formed, hovers state the facts, and every requirement
-that has an example is what real ptxas enforces (accepts at the minimum, rejects just below)."""
+that has an example is what real ptxas enforces (accepts at the minimum, rejects just below).
+
+What the availability lint reports, case by case (and that ptxas rejects each case), is the
+annotated corpus in tests/data/ptx_cases/isa/ (test_ptx_cases.py)."""
 
 from __future__ import annotations
 
@@ -307,95 +310,6 @@ def test_availability_lint_is_silent_on_nvcc_output_with_new_instructions(nvcc, 
     ):
         assert opcode in ptx, opcode
     assert lint_availability(ptx) == []
-
-
-LINT_CASES = [
-    # (version, target, instruction, code)
-    ("8.0", "sm_90", "wgmma.fence.sync.aligned;", "needs-arch-specific-target"),
-    (
-        "8.0",
-        "sm_90",
-        "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%f1,%f2,%f3,%f4}, %rd1, %rd2, %p1, 1, 1, 0, 0;",
-        "needs-arch-specific-target",
-    ),
-    ("8.0", "sm_90", "setmaxnreg.inc.sync.aligned.u32 64;", "needs-arch-specific-target"),
-    ("8.6", "sm_100", "setmaxnreg.inc.sync.aligned.u32 64;", "needs-arch-specific-target"),
-    ("7.0", "sm_75", "cp.async.ca.shared.global [smem], [%rd1], 16;", "needs-newer-target"),
-    ("7.0", "sm_75", "redux.sync.add.u32 %r1, %r2, 0xffffffff;", "needs-newer-target"),
-    ("6.5", "sm_75", "redux.sync.add.u32 %r1, %r2, 0xffffffff;", "needs-newer-ptx-isa"),
-    ("7.0", "sm_90", "stmatrix.sync.aligned.m8n8.x1.shared.b16 [%r2], {%r1};", "needs-newer-ptx-isa"),
-    ("8.0", "sm_80", "elect.sync %r1|%p1, 0xffffffff;", "needs-newer-target"),
-    ("7.8", "sm_90", "elect.sync %r1|%p1, 0xffffffff;", "needs-newer-ptx-isa"),
-    ("7.0", "sm_80", "mbarrier.try_wait.shared.b64 %p1, [smem], %rd1;", "needs-newer-ptx-isa"),
-    ("8.0", "sm_86", "griddepcontrol.wait;", "needs-newer-target"),
-    ("7.8", "sm_75", "ld.shared::cluster.u32 %r1, [%r2];", "needs-newer-target"),
-    ("7.0", "sm_75", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f1,%f2,%f3,%f4}, {%r1,%r2,%r3,%r4}, {%r5,%r6}, {%f5,%f6,%f7,%f8};", "needs-newer-target"),
-    ("6.0", "sm_52", "atom.global.add.f64 %fd1, [%rd1], %fd2;", "needs-newer-target"),
-    ("4.3", "sm_52", "atom.global.add.f64 %fd1, [%rd1], %fd2;", "needs-newer-ptx-isa"),
-]  # fmt: skip
-
-PROGRAM = """// availability lint case
-.version {version}
-.target {target}
-.address_size 64
-
-.visible .entry k(.param .u64 p)
-{{
-    .reg .b32 %r<10>; .reg .b64 %rd<10>; .reg .f32 %f<10>; .reg .pred %p<4>;
-    .reg .b16 %h<10>; .reg .f64 %fd<10>;
-    .shared .align 16 .b8 smem[1024];
-$L__BB0_1:
-    @%p1 {line}
-    ret;
-}}
-"""
-CASE_LINE = 11  # 0-based line of {line}
-
-
-@pytest.mark.parametrize("version, target, line, code", LINT_CASES, ids=lambda x: str(x)[:24])
-def test_availability_lint_finds_it_on_the_opcode(version, target, line, code):
-    text = PROGRAM.format(version=version, target=target, line=line)
-    (p,) = lint_availability(text)
-    assert p.code == code and p.source == "ptxls"
-    opcode = line.split()[0].rstrip(";")
-    assert (p.line, text.splitlines()[p.line][p.col : p.end_col]) == (CASE_LINE, opcode)
-    assert target in p.message or version in p.message
-
-
-@pytest.mark.parametrize("ptxas", _ptxases(), ids=lambda t: f"ptxas-{t.version}" if t else "none")
-@pytest.mark.parametrize("version, target, line, code", LINT_CASES, ids=lambda x: str(x)[:24])
-def test_ptxas_rejects_every_case_the_lint_reports(ptxas, version, target, line, code, tmp_path):
-    if isa.parse_version(version) > ptxas.max_ptx_isa:
-        pytest.skip(f"{ptxas.describe()} predates .version {version}")
-    src = tmp_path / "case.ptx"
-    src.write_text(PROGRAM.format(version=version, target=target, line=line))
-    # ptxas 13 assembles for sm_75 and later; the .target check does not depend on -arch.
-    arch = target if isa.sm_number(target) >= 75 else "sm_75"
-    proc = subprocess.run(
-        [ptxas.path, f"-arch={arch}", str(src), "-o", "/dev/null"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert proc.returncode != 0
-    assert f"line {CASE_LINE + 1};" in proc.stderr, proc.stderr
-
-
-def test_the_same_instructions_pass_when_the_header_allows_them():
-    for *_, line, _code in LINT_CASES:
-        ok_target = "sm_90a" if "wgmma" in line or "setmaxnreg" in line else "sm_90"
-        text = PROGRAM.format(version="8.8", target=ok_target, line=line)
-        assert lint_availability(text) == [], line
-
-
-def test_comments_and_unknown_opcodes_are_left_alone():
-    text = PROGRAM.format(
-        version="6.0",
-        target="sm_50",
-        line="frobnicate.u32 %r1;\n    // redux.sync.add.u32 %r1, %r2, 0xffffffff;\n"
-        "    /* cp.async.ca.shared.global [smem], [%rd1], 16; */",
-    )
-    assert lint_availability(text) == []
 
 
 @pytest.mark.parametrize(
