@@ -56,10 +56,6 @@ def items_above(lines: list[str], line: int) -> list[tuple[str, int, int]]:
     return items
 
 
-def has_annotation(lines: list[str], line: int) -> bool:
-    return bool(items_above(lines, line))
-
-
 _POINTER = re.compile(r"^(in|out|inout)\s+(\w+)\s*(?:\[(.+)\])?$")
 _SIZE = re.compile(r"^size(?:\s+(\w+))?$")
 _SCALAR = re.compile(r"^(\w+)?\s*=\s*(.+)$")
