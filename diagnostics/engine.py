@@ -146,7 +146,7 @@ async def check_ptx(
     reported as a problem, not raised."""
     opts = opts or PtxCheckOptions()
     version, target = scan_header(text)
-    # The first call probes ptxas (--version, its PTX ISA) and may ask nvidia-smi for the arch:
+    # The first call probes ptxas (--version, its PTX ISA) and may probe the GPU for the arch:
     # a worker thread, never the event loop (a tool that hangs must not freeze the server).
     tool, arch = await asyncio.to_thread(
         lambda: (resolve_ptxas(version, opts), choose_arch(opts.arch, target))
@@ -164,13 +164,7 @@ async def check_ptx(
         )
     )
     try:
-        if lints is None:
-            if len(text) < INLINE_LINT_BYTES:
-                module, lint_problems = instant_check(text)
-            else:
-                module, lint_problems = await asyncio.to_thread(instant_check, text)
-        else:
-            module, lint_problems = await lints
+        module, lint_problems = await (lints or _in_process(text))
         run = await ptxas_job
     except OSError as e:
         raise PtxasUnavailable(f"could not start {tool.path}: {e}") from None
@@ -181,41 +175,9 @@ async def check_ptx(
         tool_problems = await asyncio.to_thread(_tool_problems, output, text, opts.max_problems)
     else:
         tool_problems = _tool_problems(output, text, opts.max_problems)
-    if run.timed_out:
-        tool_problems.append(
-            Problem(
-                0,
-                0,
-                0,
-                Severity.ERROR,
-                f"ptxas did not finish within {opts.timeout:g} s and was stopped",
-                "ptxas",
-                code="tool-timeout",  # the CLI exits 2 ("cannot run") on it
-            )
-        )
-    elif run.crashed:
-        tool_problems.append(
-            Problem(
-                0,
-                0,
-                0,
-                Severity.ERROR,
-                f"ptxas crashed (signal {-run.returncode}); {tool.describe()}",
-                "ptxas",
-            )
-        )
-    elif run.returncode != 0 and not tool_problems:
-        detail = (run.stderr or run.stdout).strip().splitlines()
-        tool_problems.append(
-            Problem(
-                0,
-                0,
-                0,
-                Severity.ERROR,
-                f"ptxas failed (exit {run.returncode}): {detail[-1] if detail else 'no message'}",
-                "ptxas",
-            )
-        )
+    failure = _run_failure(run, tool, opts.timeout, said_why=bool(tool_problems))
+    if failure is not None:
+        tool_problems.append(failure)
     result.problems = merge(lint_problems, tool_problems, opts.max_problems)
     result.cubin = run.cubin
     if opts.verbose and run.returncode == 0:
@@ -224,6 +186,31 @@ async def check_ptx(
         for u in result.usage:
             u.block_size_hint = hints.get(u.name)
     return result
+
+
+async def _in_process(text: str) -> tuple[PtxModule, list[Problem]]:
+    if len(text) < INLINE_LINT_BYTES:
+        return instant_check(text)
+    return await asyncio.to_thread(instant_check, text)
+
+
+def _run_failure(run, tool: Tool, timeout: float, *, said_why: bool) -> Problem | None:
+    """The one problem a ptxas run that did not end normally gets: stopped at the timeout,
+    crashed, or failed without a message of its own (``said_why``: it printed some). The
+    timeout's code "tool-timeout" makes the CLI exit 2 ("cannot run")."""
+    if run.timed_out:
+        return Problem(0, 0, 0, Severity.ERROR,
+                       f"ptxas did not finish within {timeout:g} s and was stopped", "ptxas",
+                       code="tool-timeout")  # fmt: skip
+    if run.crashed:
+        return Problem(0, 0, 0, Severity.ERROR,
+                       f"ptxas crashed (signal {-run.returncode}); {tool.describe()}", "ptxas")  # fmt: skip
+    if run.returncode != 0 and not said_why:
+        detail = (run.stderr or run.stdout).strip().splitlines()
+        last = detail[-1] if detail else "no message"
+        return Problem(0, 0, 0, Severity.ERROR, f"ptxas failed (exit {run.returncode}): {last}",
+                       "ptxas")  # fmt: skip
+    return None
 
 
 # -- a whole document: the binary guard, lint-first delivery, PTX or CUDA -----------------------
