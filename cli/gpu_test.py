@@ -56,6 +56,9 @@ def add_parser(subparsers) -> None:
     from .output_format import add_format_argument
 
     add_format_argument(p)  # --format {text,markdown,json}; --json = --format json
+    from . import sanitize
+
+    sanitize.add_arguments(p)  # --sanitize [TOOL ...], --sanitizer PATH
     p.add_argument(
         "--trust",
         action="store_true",
@@ -122,6 +125,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"ptxls test: {e}", file=sys.stderr)
         return EXIT_CANNOT_RUN
+    from . import sanitize
+
+    if sanitize.wanted(args):
+        return sanitize.run(args, sizes)
     reports = asyncio.run(_run(args, sizes))
     fmt = chosen_format(args)
     if fmt == "json":

@@ -66,6 +66,9 @@ class TestReport:
     notes: list[str] = field(default_factory=list)
     worker_restarted: bool = False
     seconds: float = 0.0
+    # compute-sanitizer's findings when the test ran under it (gputest/sanitize.py): dicts with
+    # tool, severity, line, other_line (a race's second line) and text
+    sanitizer: list[dict] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -148,6 +151,9 @@ def format_table(report: TestReport) -> str:
         base = (c.timing or {}).get("baseline")
         if base and base != "ok":
             lines.append(f"- n={c.n}: the nvcc build of the reference is wrong: {base}")
+    if report.sanitizer:
+        lines.append("compute-sanitizer found:")
+        lines += [f"- {f.get('text', '')}" for f in report.sanitizer]
     lines.append(footer(report))
     lines += [f"note: {n}" for n in report.notes]
     if report.jit_log and report.status != PASS:
@@ -209,6 +215,9 @@ def failure_feedback(report: TestReport) -> str:
             lines.append("Also failing: " + ", ".join(f"n={c.n}" for c in others) + ".")
     if ok:
         lines.append("Passing sizes: " + ", ".join(ok) + ".")
+    if report.sanitizer:
+        lines.append("compute-sanitizer reported:")
+        lines += [f"  {f.get('text', '')}" for f in report.sanitizer]
     if report.jit_log and report.status in (BUILD_ERROR, ERROR):
         lines.append("JIT log:\n" + report.jit_log)
     return "\n".join(lines)

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,6 +42,10 @@ def default_command() -> list[str]:
 
 
 class Supervisor:
+    # True when the command starts children of its own (compute-sanitizer runs the worker as
+    # its child): it then leads its own process group and kill() ends the whole group.
+    own_process_group = False
+
     def __init__(self, command: list[str] | None = None, env: dict[str, str] | None = None):
         self.command = command or default_command()
         self.env = env
@@ -66,6 +71,7 @@ class Supervisor:
             stderr=asyncio.subprocess.PIPE,
             env=env,
             limit=1 << 24,  # replies carry whole results on one line
+            start_new_session=self.own_process_group,
         )
         self.starts += 1
         self._stderr_tail = []
@@ -86,6 +92,9 @@ class Supervisor:
         if proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()  # SIGKILL: a spinning kernel only stops with its process (docs/gpu-facts.md)
+        if self.own_process_group:
+            with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(proc.wait(), 10)
         if self._stderr_task:
