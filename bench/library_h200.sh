@@ -6,7 +6,8 @@
 # profile of the kernels named in $NCU.
 # Carry .whl (lsprotocol/pygls wheels: `ptxls` imports its server modules at start).
 #   env: NCU="k1 k2" (profile), BENCH="k1 k2" (bench only these; default all), TESTS=0 (skip
-#   the GPU tests), BENCH_LIMIT (s, 420), EXTRA="cmd" (run after the bench, output in extra.txt)
+#   the GPU tests) or TESTS="pytest args" (instead of the three files), TESTS_LIMIT (s, 170),
+#   BENCH_LIMIT (s, 420), EXTRA="cmd" (run after the bench, output in extra.txt)
 # Everything is also packed into $OUT/library-run.tgz (the device tool brings back few files).
 set -o pipefail
 source scripts/device-env.sh
@@ -22,10 +23,10 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
   free -g | head -2; nproc
 } > "$OUT/machine.txt" 2>&1
 lap "machine facts"
-if [ "${TESTS:-1}" = 1 ]; then
-  timeout 170 python3 -m pytest tests/gpu/test_library_gpu.py tests/gpu/test_library_cheaters.py \
-    tests/gpu/test_library_timing_gpu.py -m gpu -v -p no:cacheprovider 2>&1 \
-    | tee "$OUT/gpu-pytest.txt" | grep -E "PASS|FAIL|ERROR|passed|failed|Error" | tail -40
+if [ "${TESTS:-}" != 0 ]; then
+  timeout ${TESTS_LIMIT:-170} python3 -m pytest ${TESTS:-tests/gpu/test_library_gpu.py \
+    tests/gpu/test_library_cheaters.py tests/gpu/test_library_timing_gpu.py} -m gpu -v \
+    -p no:cacheprovider 2>&1 | tee "$OUT/gpu-pytest.txt" | grep -E "PASS|FAIL|ERROR|passed|failed|Error" | tail -40
   lap "gpu tests exit $?"
 fi
 # without --json: the table on stdout, progress on stderr; --out .json keeps the rows as it goes
