@@ -57,55 +57,22 @@ def call(name: str, *args):
     return rest[0] if len(rest) == 1 else rest
 
 
-def driver_version() -> int:
-    return int(call("cuDriverGetVersion"))
-
-
-def max_ptx_isa_for_driver(version: int) -> tuple[int, int]:
-    """Highest PTX ISA the driver's JIT accepts (13.0 → 9.0); one table, kept in diagnostics/."""
-    from ptxls.toolchain.gpu_probe import max_isa_for_driver
-
-    return max_isa_for_driver(version) or (0, 0)
-
-
 class Context:
     def __init__(self, ordinal: int = 0):
+        from ptxls.toolchain.gpu_probe import read_device  # the one probe, asked in-process
+
         call("cuInit", 0)
-        count = call("cuDeviceGetCount")
-        if count == 0:
+        self.device_info = read_device(cu, ordinal)
+        if not self.device_info.available:
             raise RuntimeError("cuInit succeeded but the driver sees no CUDA device")
+        self.name, self.cc = self.device_info.name, self.device_info.cc
+        self.driver = self.device_info.driver_version
         self.device = call("cuDeviceGet", ordinal)
-        self.name = call("cuDeviceGetName", 256, self.device).split(b"\0")[0].decode()
-        attr = cu.CUdevice_attribute
-        self.cc = (
-            int(
-                call(
-                    "cuDeviceGetAttribute",
-                    attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-                    self.device,
-                )
-            ),
-            int(
-                call(
-                    "cuDeviceGetAttribute",
-                    attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-                    self.device,
-                )
-            ),
-        )
         self.ctx = call("cuDevicePrimaryCtxRetain", self.device)
         call("cuCtxSetCurrent", self.ctx)
-        self.driver = driver_version()
 
     def info(self) -> dict:
-        return {
-            "name": self.name,
-            "cc": list(self.cc),
-            "arch": f"sm_{self.cc[0]}{self.cc[1]}",
-            "driver_version": self.driver,
-            "driver_cuda": f"{self.driver // 1000}.{(self.driver % 1000) // 10}",
-            "max_ptx_isa": list(max_ptx_isa_for_driver(self.driver)),
-        }
+        return self.device_info.device_dict()
 
 
 def load_cubin(image: bytes):

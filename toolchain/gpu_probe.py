@@ -1,44 +1,21 @@
-"""What GPU and driver this machine has, asked in a child process.
+"""What GPU and driver this machine has: the one probe.
 
-The probe runs ``cuInit`` in a separate interpreter so the language server never loads the
-driver itself (a driver fault must not take the editor's server down) and so the answer — or
-the reason there is none — is a plain dataclass.
+``read_device`` asks the CUDA driver (cuda.bindings, after ``cuInit``) for the device and the
+driver version; it is the only code that does. ``probe_gpu`` runs it in a child process
+(``python -m ptxls.toolchain.gpu_probe``) so the language server never loads the driver itself
+(a driver fault must not take the editor's server down) and the answer — or the reason there is
+none — is a plain dataclass; the GPU-test worker, which holds a context anyway, calls it
+in-process for its hello. What a driver version means for the PTX its JIT takes
+(``max_isa_for_driver``) is here too, so it is measured wherever it is asked.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import sys
 from dataclasses import dataclass
-
-_PROBE = r"""
-import json
-out = {}
-try:
-    from cuda.bindings import driver as cu
-except Exception as e:
-    print(json.dumps({"error": f"cuda-bindings not importable: {e}"})); raise SystemExit
-try:
-    (err,) = cu.cuInit(0)
-except Exception as e:
-    print(json.dumps({"error": f"{type(e).__name__}: {e}"})); raise SystemExit
-if err != cu.CUresult.CUDA_SUCCESS:
-    _, name = cu.cuGetErrorName(err)
-    print(json.dumps({"error": f"cuInit failed: {name.decode() if isinstance(name, bytes) else name}"})); raise SystemExit
-err, ver = cu.cuDriverGetVersion()
-out["driver_version"] = ver
-err, count = cu.cuDeviceGetCount()
-out["devices"] = []
-for i in range(count):
-    _, dev = cu.cuDeviceGet(i)
-    _, name = cu.cuDeviceGetName(64, dev)
-    _, major = cu.cuDeviceGetAttribute(cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
-    _, minor = cu.cuDeviceGetAttribute(cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
-    _, mem = cu.cuDeviceTotalMem(dev)
-    out["devices"].append({"name": name.split(b"\0")[0].decode(), "sm": f"sm_{major}{minor}", "memory": mem})
-print(json.dumps(out))
-"""
 
 
 @dataclass(frozen=True)
@@ -47,8 +24,9 @@ class GpuInfo:
     reason: str = ""  # why not, when not
     name: str = ""
     arch: str = ""
-    driver_version: int = 0  # 13000 for CUDA 13.0
+    driver_version: int = 0  # 13000 for CUDA 13.0 (cuDriverGetVersion)
     memory_bytes: int = 0
+    cc: tuple[int, int] = (0, 0)  # compute capability
 
     @property
     def driver_cuda(self) -> str:
@@ -62,14 +40,56 @@ class GpuInfo:
     def max_ptx_isa(self) -> tuple[int, int] | None:
         return max_isa_for_driver(self.driver_version) if self.driver_version else None
 
+    def device_dict(self) -> dict:
+        """The device as the GPU-test worker reports it (hello, and every result)."""
+        return {
+            "name": self.name,
+            "cc": list(self.cc),
+            "arch": self.arch,
+            "driver_version": self.driver_version,
+            "driver_cuda": self.driver_cuda,
+            "max_ptx_isa": list(self.max_ptx_isa or (0, 0)),
+        }
+
+
+def read_device(cu, ordinal: int = 0) -> GpuInfo:  # noqa: ANN001 - cuda.bindings.driver
+    """Device ``ordinal`` and the driver, asked of ``cu`` (cuda.bindings.driver, after cuInit).
+    A failing call raises RuntimeError naming it."""
+
+    def ask(call: str, *args):
+        err, *out = getattr(cu, call)(*args)
+        if err != cu.CUresult.CUDA_SUCCESS:
+            _, name = cu.cuGetErrorName(err)
+            raise RuntimeError(
+                f"{call} failed: {name.decode() if isinstance(name, bytes) else name}"
+            )
+        return out[0] if len(out) == 1 else out
+
+    driver = int(ask("cuDriverGetVersion"))
+    if ask("cuDeviceGetCount") == 0:
+        return GpuInfo(False, no_gpu_reason("CUDA_ERROR_NO_DEVICE"), driver_version=driver)
+    dev = ask("cuDeviceGet", ordinal)
+    attr = cu.CUdevice_attribute
+    major = int(ask("cuDeviceGetAttribute", attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev))
+    minor = int(ask("cuDeviceGetAttribute", attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev))
+    return GpuInfo(
+        True,
+        "",
+        ask("cuDeviceGetName", 256, dev).split(b"\0")[0].decode(),
+        f"sm_{major}{minor}",
+        driver,
+        int(ask("cuDeviceTotalMem", dev)),
+        (major, minor),
+    )
+
 
 # PTX ISA shipped with each CUDA 12 release (PTX ISA document, "Release history").
 _CUDA12_ISA = {0: 0, 1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 5, 8: 7, 9: 8}
 
 
 def max_isa_for_driver(driver_version: int) -> tuple[int, int] | None:
-    """Highest PTX ISA the driver's JIT accepts: CUDA 13.x → 9.x (docs/gpu-facts.md: the 13.0 driver takes
-    ≤ 9.0 and refuses 9.1), CUDA 12.x → 8.x."""
+    """Highest PTX ISA the driver's JIT accepts: CUDA 13.x → 9.x (docs/gpu-facts.md: the 13.0
+    driver takes ≤ 9.0 and refuses 9.1), CUDA 12.x → 8.x."""
     major, minor = driver_version // 1000, (driver_version % 1000) // 10
     if major >= 13:
         return (9 + (major - 13), minor)
@@ -95,10 +115,13 @@ def no_gpu_reason(error: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def probe_gpu(timeout: float = 30.0) -> GpuInfo:
+    """This machine's GPU 0, asked once per process in a child (see the module docstring)."""
     from .process import run_capped  # its whole process group is killed on timeout
 
+    # -P: the current directory (a workspace) is not put on the child's import path
+    command = [sys.executable, "-P", "-m", "ptxls.toolchain.gpu_probe"]
     try:
-        proc = run_capped([sys.executable, "-c", _PROBE], timeout=timeout)
+        proc = run_capped(command, timeout=timeout)
     except OSError as e:
         return GpuInfo(False, f"could not start the probe: {e}")
     if proc.timed_out:
@@ -112,11 +135,27 @@ def probe_gpu(timeout: float = 30.0) -> GpuInfo:
         )
     if "error" in data:
         return GpuInfo(False, no_gpu_reason(data["error"]))
-    if not data.get("devices"):
-        return GpuInfo(
-            False,
-            no_gpu_reason("CUDA_ERROR_NO_DEVICE"),
-            driver_version=data.get("driver_version", 0),
-        )
-    dev = data["devices"][0]
-    return GpuInfo(True, "", dev["name"], dev["sm"], data["driver_version"], dev["memory"])
+    fields = {f.name for f in dataclasses.fields(GpuInfo)}
+    data = {k: v for k, v in data.items() if k in fields}
+    data["cc"] = tuple(data.get("cc") or (0, 0))
+    return GpuInfo(**data)
+
+
+def _child() -> dict:
+    """What ``probe_gpu``'s child prints: the GpuInfo's fields, or {"error": "Type: message"}."""
+    try:
+        from cuda.bindings import driver as cu
+    except Exception as e:  # noqa: BLE001 - every way of having no bindings becomes a reason
+        return {"error": f"cuda-bindings not importable: {e}"}
+    try:
+        (err,) = cu.cuInit(0)
+        if err != cu.CUresult.CUDA_SUCCESS:
+            _, name = cu.cuGetErrorName(err)
+            return {"error": f"cuInit failed: {name.decode() if isinstance(name, bytes) else name}"}
+        return dataclasses.asdict(read_device(cu))
+    except Exception as e:  # noqa: BLE001 - every driver failure becomes a reason
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+if __name__ == "__main__":
+    print(json.dumps(_child()))
