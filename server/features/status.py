@@ -44,7 +44,7 @@ def llm_host(base_url: str | None) -> str:
 
 
 def arch_and_source(setting: str | None, target: str | None) -> tuple[str, str]:
-    """The -arch the diagnostics use (diagnostics.arch.choose_arch), and which rule gave it."""
+    """The -arch the diagnostics use (toolchain.arch.choose_arch), and which rule gave it."""
     if setting and is_valid_arch(setting):
         return setting, "setting"
     if target and is_valid_arch(target):
