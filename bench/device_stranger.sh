@@ -69,7 +69,7 @@ from ptxls.toolchain.arch import local_gpu_arch
 from ptxls.toolchain.gpu_probe import probe_gpu
 from ptxls.server.app import create_server
 from ptxls.server.features.status import file_status_payload, status_payload
-from ptxls.diagnostics.ptx_parse import scan_header
+from ptxls.frontend.ptx import scan_header
 server = create_server()
 status = status_payload(server)
 no_target = (out / "no_target.ptx").read_text()

@@ -3,7 +3,8 @@
 1. diagnostics for every example (.ptx through ptxas + lints, .cu through nvcc);
 2. lowering examples/vec_add.cu to PTX with the nvcc reference backend (offline);
 3. a GPU test of examples/vec_add.ptx when a CUDA device is present.
-Steps whose room is not installed, or whose hardware is absent, say so and are skipped.
+A step whose device or LLM endpoint is absent says so and is skipped (the LLM lowering without
+an endpoint, the GPU test without a CUDA device).
 """
 
 from __future__ import annotations

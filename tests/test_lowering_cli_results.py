@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -29,8 +30,10 @@ def _site_for(python: str, tmp: Path) -> dict:
         return {}
     site = tmp / "site" / "ptxls"
     site.mkdir(parents=True)
-    for room in ("server", "diagnostics", "lowering", "gputest", "fewshot"):
-        (site / room).symlink_to(ROOT / room)
+    dirs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    for package, folder in dirs.items():
+        if package.count(".") == 1:  # every room (ptxls.<room>), as scripts/device-env.sh does
+            (site / package.split(".")[1]).symlink_to(ROOT / folder)
     return {"PYTHONPATH": str(site.parent)}
 
 
