@@ -1,8 +1,9 @@
 """``ptxls sass FILE [--kernel K]``: what ptxas made of a kernel, SASS under the PTX line it came
 from (Compiler Explorer style), with registers and instruction counts per function.
 
-FILE is a .ptx (hand-written, nvcc's or Triton's) or a .cu (nvcc -lineinfo -ptx first). No GPU
-is needed: ptxas and nvdisasm (or cuobjdump) read and write files only.
+FILE is a .ptx (hand-written, nvcc's or Triton's), a .cu (nvcc -lineinfo -ptx first) or a .py
+with @triton.jit kernels (Triton compiles the kernel's own source to PTX; the file never runs).
+No GPU is needed: ptxas and nvdisasm (or cuobjdump) read and write files only.
 
 Exit status: 0 printed, 1 ptxas (or nvcc) found errors in the file (printed like ptxls check),
 2 cannot run (unreadable file, no ptxas/nvdisasm — the message says how to get them, a tool run
@@ -31,7 +32,7 @@ def add_parser(subparsers) -> None:  # noqa: ANN001 - argparse's private subpars
         "came from, with its registers and instruction counts. Exit status: 0, 1 when ptxas/nvcc "
         "finds errors in the file, 2 cannot run (no nvdisasm: pip install nvidia-cuda-nvdisasm).",
     )
-    p.add_argument("file", metavar="FILE", help="a .ptx or .cu file")
+    p.add_argument("file", metavar="FILE", help="a .ptx, .cu, or .py file with @triton.jit kernels")
     p.add_argument("--kernel", help="only this function (PTX name or a CUDA kernel's plain name)")
     p.add_argument("--arch", help="sm_XX (default: the file's .target, the local GPU, sm_90)")
     p.add_argument("--ptxas", help="path of the ptxas to use")
@@ -64,8 +65,9 @@ async def run_sass(args: argparse.Namespace) -> int:
     except OSError as e:
         return _cannot_run(f"cannot read {path}: {e.strerror or e}")
     is_cuda = path.suffix in (".cu", ".cuh")
+    is_triton = path.suffix == ".py"
     options = SassOptions(
-        arch=choose_arch(args.arch, None if is_cuda else ptx_target(text)),
+        arch=choose_arch(args.arch, None if is_cuda or is_triton else ptx_target(text)),
         file_name=path.name,
         ptxas_path=args.ptxas,
         nvdisasm_path=args.nvdisasm,
@@ -73,13 +75,38 @@ async def run_sass(args: argparse.Namespace) -> int:
         timeout=args.timeout if args.timeout > 0 else 60.0,
     )
     try:
-        if is_cuda:
+        if is_triton:
+            kernel = _triton_kernel(text, args.kernel)
+            if kernel.startswith("no "):
+                return _cannot_run(f"{path.name}: {kernel}")
+            from ptxls.lowering.triton_sass import sass_for_triton
+
+            report = await sass_for_triton(text, kernel, options, file_path=str(path))
+        elif is_cuda:
             report = await sass_for_cuda(text, options, file_path=str(path))
         else:
             report = await sass_for_ptx(text, options)
     except (ToolNotFound, OSError) as e:
         return _cannot_run(str(e))
     return _print(report, args)
+
+
+def _triton_kernel(text: str, asked: str | None) -> str:
+    """The @triton.jit kernel to compile (Triton compiles one at a time), or why none."""
+    from ptxls.frontend.triton import read_triton
+
+    names = [k.name for k in read_triton(text).kernels]
+    if asked:
+        return (
+            asked
+            if asked in names
+            else f"no @triton.jit kernel '{asked}' (has: {', '.join(names) or 'none'})"
+        )
+    if len(names) == 1:
+        return names[0]
+    if not names:
+        return "no @triton.jit kernel"
+    return f"no --kernel given, and there are several: {', '.join(names)}"
 
 
 def _print(report, args: argparse.Namespace) -> int:  # noqa: ANN001 - a SassReport

@@ -170,6 +170,7 @@ def _ptxas_errors(run, lined: LineInfoText, timeout: float) -> list[str]:  # noq
     said = [ln for ln in said if "ptxas info" not in ln and not ln.startswith("    ")]
     if lined.maps_to == "ptx":  # name the user's lines, not those of the text with .loc added
         said = [_LINE_REF.sub(lambda m: f"line {lined.original_line(int(m[1]))}", s) for s in said]
+    said = list(dict.fromkeys(said))  # one line per distinct message (inlined code repeats them)
     return said[:50] or [f"ptxas exited with status {run.returncode}"]
 
 

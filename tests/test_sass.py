@@ -10,6 +10,7 @@ examples/vec_add.ptx with frontend.line_info's .loc, listed by `nvdisasm -c -g -
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import subprocess
 import sys
@@ -212,3 +213,18 @@ def test_cli_exit_codes():
     assert unknown.returncode == 2 and "has: vec_add" in unknown.stderr
     unreadable = _ptxls("no/such/file.ptx")
     assert unreadable.returncode == 2
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton not installed")
+def test_cli_on_a_triton_kernel():
+    res = _ptxls("examples/vec_add_triton.py", "--arch", "sm_90", "--format", "json")
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert data["lines_map_to"] == "source" and data["arch"] == "sm_90a"
+    (kernel,) = data["functions"]
+    assert kernel["name"] == "add_kernel" and kernel["registers"]
+    text = (ROOT / "examples" / "vec_add_triton.py").read_text().splitlines()
+    loads = {i["source_line"] for i in kernel["instructions"] if i["opcode"].startswith("LDG")}
+    assert loads and all("tl.load" in text[n - 1] for n in loads)
+    unknown = _ptxls("examples/vec_add_triton.py", "--kernel", "nope")
+    assert unknown.returncode == 2 and "has: add_kernel" in unknown.stderr

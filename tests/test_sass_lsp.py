@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import importlib.util
 
+import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
@@ -137,4 +139,35 @@ async def test_show_sass_says_why_not(client: LanguageClient, tmp_path):
     text = tmp_path / "notes.txt"
     text.write_text("hello")
     other = await _show_sass(client, text.as_uri(), "k")
-    assert other["ok"] is False and ".ptx and .cu" in other["summary"]
+    assert other["ok"] is False and ".ptx, .cu and Triton .py" in other["summary"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton not installed")
+async def test_show_sass_on_a_triton_kernel(client: LanguageClient, tmp_path):
+    text = (EXAMPLES / "vec_add_triton.py").read_text()
+    src = tmp_path / "vec_add_triton.py"
+    src.write_text(text)
+    uri = src.as_uri()
+    open_doc(client, uri, text, language="python")
+    body = next(n for n, s in enumerate(text.splitlines()) if "tl.load" in s)
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(start=types.Position(body, 4), end=types.Position(body, 4)),
+            context=types.CodeActionContext(diagnostics=[]),
+        )
+    )
+    titles = [a.title for a in actions or []]
+    assert "Show SASS for this kernel (add_kernel)" in titles
+    result = await _show_sass(client, uri, "add_kernel")
+    assert result["ok"], result
+    # the SASS under the load's Python line (the view repeats a line each time the SASS
+    # returns to it) holds a global load
+    header = f"// vec_add_triton.py:{body + 1}: {text.splitlines()[body].strip()}"
+    under_load, current = [], None
+    for line in result["sass"].splitlines():
+        if line.startswith("// vec_add_triton.py:"):
+            current = line
+        elif current == header and "/*" in line:
+            under_load.append(line)
+    assert under_load and any("LDG" in line for line in under_load), under_load

@@ -1,7 +1,7 @@
 """ "Show SASS for this kernel": what ptxas made of a kernel, in the editor.
 
 - ``ptxls.showSass (uri, kernel)``: a code lens on every ``.entry`` of a .ptx document and a code
-  action on the kernel under the cursor in .ptx and .cu documents. It assembles the buffer with
+  action on the kernel under the cursor in .ptx, .cu and Triton .py documents. It assembles the buffer with
   ptxas -lineinfo, disassembles with nvdisasm (diagnostics.sass) and writes the listing — SASS
   under the PTX/CUDA line each instruction came from, registers and instruction counts — to
   ``.ptxls/show/<kernel>.sass.txt`` in the source's workspace folder (outside every folder: no
@@ -27,15 +27,17 @@ from lsprotocol import types
 from ptxls.diagnostics.sass import SassOptions, SassReport, sass_for_cuda, sass_for_ptx
 from ptxls.diagnostics.sass_view import entry_summary, hover_markdown, render_text
 from ptxls.frontend.ptx import parse_ptx, ptx_target
+from ptxls.frontend.triton import read_triton
 from ptxls.gputest.api import kernels_in
 from ptxls.lowering import safe_write
+from ptxls.lowering.triton_sass import sass_for_triton
 from ptxls.toolchain.arch import choose_arch
 from ptxls.toolchain.discovery import ToolNotFound
 
 from .. import convert
 from ..app import PtxlsServer, short_name
 from ..uris import to_path, workspace_root
-from .languages import CUDA, PTX, language_of
+from .languages import CUDA, PTX, PYTHON, language_of
 from .show_ptx import show_result
 
 log = logging.getLogger("ptxls")
@@ -43,6 +45,7 @@ log = logging.getLogger("ptxls")
 COMMAND = "ptxls.showSass"
 MAX_NAME = 4096  # a C++ mangled kernel name is a few hundred characters
 SUMMARY_ERRORS = 5  # ptxas lines quoted in a failed run's summary
+_UNNAMED = {PTX: "kernel.ptx", CUDA: "kernel.cu", PYTHON: "kernel.py"}  # a URI with no file name
 
 
 @dataclass
@@ -65,14 +68,16 @@ def _options(ls: PtxlsServer, uri: str, text: str, language: str) -> SassOptions
     name = Path(path).name if path else uri.rsplit("/", 1)[-1]
     return SassOptions(
         arch=choose_arch(ls.settings.arch, ptx_target(text) if language == PTX else None),
-        file_name=name or ("kernel.ptx" if language == PTX else "kernel.cu"),
+        file_name=name or _UNNAMED[language],
         ptxas_path=ls.settings.ptxas_path,
         nvcc_path=ls.settings.nvcc_path,
         timeout=ls.settings.ptxas_timeout_seconds,
     )
 
 
-async def _compute(ls: PtxlsServer, uri: str, text: str, language: str) -> SassReport:
+async def _compute(
+    ls: PtxlsServer, uri: str, text: str, language: str, kernel: str = ""
+) -> SassReport:
     """One run per document at a time: a newer one cancels the older (its processes die)."""
     state = ls.state(SassState)
     if uri in state.running:
@@ -81,6 +86,8 @@ async def _compute(ls: PtxlsServer, uri: str, text: str, language: str) -> SassR
     options = await asyncio.to_thread(_options, ls, uri, text, language)
     if language == CUDA:
         work = sass_for_cuda(text, options, file_path=to_path(uri))
+    elif language == PYTHON:
+        work = sass_for_triton(text, kernel, options, file_path=to_path(uri))
     else:
         work = sass_for_ptx(text, options)
     task = asyncio.get_running_loop().create_task(work)
@@ -128,14 +135,12 @@ async def show_sass(ls: PtxlsServer, uri: str = "", kernel: str = "", *rest) -> 
     text, version, language = _document(ls, uri)
     if text is None:
         return {"ok": False, "summary": f"{COMMAND}: {short_name(uri)} is not open and not on disk"}
-    if language not in (PTX, CUDA):
-        return {
-            "ok": False,
-            "summary": "Show SASS works on .ptx and .cu files (for a Triton kernel: Show PTX, "
-            "then Show SASS in that PTX)",
-        }
+    if language not in (PTX, CUDA, PYTHON):
+        return {"ok": False, "summary": "Show SASS works on .ptx, .cu and Triton .py files"}
+    if language == PYTHON and not kernel:
+        return {"ok": False, "summary": f"{COMMAND} needs the Triton kernel's name"}
     try:
-        report = await _compute(ls, uri, text, language)
+        report = await _compute(ls, uri, text, language, kernel)
     except asyncio.CancelledError:
         return {"ok": False, "summary": "Show SASS was run again before this one finished"}
     except (ToolNotFound, OSError) as e:
@@ -144,7 +149,8 @@ async def show_sass(ls: PtxlsServer, uri: str = "", kernel: str = "", *rest) -> 
         _remember(ls, uri, version, report)
     if not report.ok:
         said = "\n".join(report.errors[:SUMMARY_ERRORS])
-        return {"ok": False, "summary": f"no SASS: the file does not assemble:\n{said}"}
+        what = "compile" if language == PYTHON else "assemble"
+        return {"ok": False, "summary": f"no SASS: the kernel does not {what}:\n{said}"}
     entry = report.find(kernel) if kernel else None
     if kernel and entry is None:
         names = ", ".join(e.name for e in report.entries) or "none"
@@ -262,7 +268,11 @@ def _kernel_at(text: str, language: str, line: int) -> str | None:
             if f.span.start.line <= line <= f.span.end.line:
                 return f.name
         return None
-    before = [name for name, kline, _ in kernels_in(text, "cuda") if kline <= line]
+    if language == PYTHON:
+        starts = [(k.def_line, k.name) for k in read_triton(text).kernels]
+    else:
+        starts = [(kline, name) for name, kline, _ in kernels_in(text, "cuda")]
+    before = [name for kline, name in sorted(starts) if kline <= line]
     return before[-1] if before else None
 
 
@@ -270,7 +280,7 @@ def code_actions(ls: PtxlsServer, params: types.CodeActionParams) -> list[types.
     uri = params.text_document.uri
     doc = ls.open_document(uri)
     language = language_of(uri, doc.language_id) if doc else None
-    if doc is None or language not in (PTX, CUDA):
+    if doc is None or language not in (PTX, CUDA, PYTHON):
         return []
     kernel = _kernel_at(doc.source, language, params.range.start.line)
     if kernel is None:
