@@ -168,7 +168,7 @@ def block_size_hints(text: str) -> dict[str, int]:
     return block_size_hints_of(module)
 
 
-def block_size_hints_of(module) -> dict[str, int]:  # noqa: ANN001 - a PtxModule
+def block_size_hints_of(module) -> dict[str, int]:  # a PtxModule
     hints = {}
     for f in module.entries:
         for key in ("reqntid", "maxntid"):

@@ -45,7 +45,7 @@ async def _driver_limit() -> tuple[tuple[int, int] | None, str]:
         from ptxls.toolchain.gpu_probe import probe_gpu
 
         info = await asyncio.to_thread(probe_gpu)
-    except Exception:  # noqa: BLE001 - no probe: no driver limit to honour
+    except Exception:  # no probe: no driver limit to honour
         return None, ""
     if not info.available:
         return None, ""
@@ -60,7 +60,7 @@ async def _assembles(isa: str, arch: str, ptxas_path: str | None) -> tuple[bool,
     try:
         tool = await asyncio.to_thread(find_ptxas, ptxas_path, needs_isa=(major, minor))
         run = await run_ptxas(_PROBE.format(isa=isa, arch=arch), tool=tool, arch=arch, timeout=30)
-    except Exception as e:  # noqa: BLE001 - no ptxas: the loop says so when it checks
+    except Exception as e:  # no ptxas: the loop says so when it checks
         return False, str(e)
     text = (run.stderr or run.stdout or "").strip()
     return run.returncode == 0, text.splitlines()[-1] if text else ""

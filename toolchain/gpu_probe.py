@@ -52,7 +52,7 @@ class GpuInfo:
         }
 
 
-def read_device(cu, ordinal: int = 0) -> GpuInfo:  # noqa: ANN001 - cuda.bindings.driver
+def read_device(cu, ordinal: int = 0) -> GpuInfo:  # cuda.bindings.driver
     """Device ``ordinal`` and the driver, asked of ``cu`` (cuda.bindings.driver, after cuInit).
     A failing call raises RuntimeError naming it."""
 
@@ -145,7 +145,7 @@ def _child() -> dict:
     """What ``probe_gpu``'s child prints: the GpuInfo's fields, or {"error": "Type: message"}."""
     try:
         from cuda.bindings import driver as cu
-    except Exception as e:  # noqa: BLE001 - every way of having no bindings becomes a reason
+    except Exception as e:  # every way of having no bindings becomes a reason
         return {"error": f"cuda-bindings not importable: {e}"}
     try:
         (err,) = cu.cuInit(0)
@@ -153,7 +153,7 @@ def _child() -> dict:
             _, name = cu.cuGetErrorName(err)
             return {"error": f"cuInit failed: {name.decode() if isinstance(name, bytes) else name}"}
         return dataclasses.asdict(read_device(cu))
-    except Exception as e:  # noqa: BLE001 - every driver failure becomes a reason
+    except Exception as e:  # every driver failure becomes a reason
         return {"error": f"{type(e).__name__}: {e}"}
 
 
