@@ -1,4 +1,7 @@
-"""Helpers for end-to-end tests: the real server process driven by a real LSP client."""
+"""Helpers for end-to-end tests: the real server process driven by a real LSP client.
+
+The ``client`` fixture that starts one is in tests/conftest.py (configured with
+``@pytest.mark.lsp(...)``); these are what a test does with it."""
 
 from __future__ import annotations
 
