@@ -156,8 +156,13 @@ async def main_async(args) -> int:
         want = marked_lines(PLANTED / file, kernel)["lines"] if expect else None
         good = show(d, expect, want)
         if expect is None:
-            good = d["status"] == "clean"
-            say(f"  => expected clean: {'OK' if good else 'NOT CLEAN'}")
+            # nothing from the tool (the racy kernel may still fail its numbers under synccheck)
+            good = (
+                d["runs"]
+                and not any(r["findings"] for r in d["runs"])
+                and all(r.get("error_summary") == 0 or r["tool"] == "racecheck" for r in d["runs"])
+            )
+            say(f"  => expected no {'/'.join(tools)} finding: {'OK' if good else 'FOUND'}")
         failures += not good
     say("\n# library kernels under memcheck + racecheck")
     sem = asyncio.Semaphore(args.jobs)
@@ -177,8 +182,11 @@ async def main_async(args) -> int:
         if d["status"] != "clean":
             say("  => NOT CLEAN")
     say("\n# how slow (same size, untimed test)")
+    lib_dir = ROOT / "fewshot" / "kernels"
     for file, kernel in (("missing_barrier.ptx", "swap_warps"),
-                         (str(ROOT / "fewshot/kernels/reduce_sum/kernel.ptx"), "reduce_sum")):  # fmt: skip
+                         (str(lib_dir / "reduce_sum/kernel.ptx"), "reduce_sum"),
+                         (str(lib_dir / "sgemm_128x128/kernel.ptx"), "sgemm_128x128"),
+                         (str(lib_dir / "hgemm_wgmma/kernel.ptx"), "hgemm_wgmma")):  # fmt: skip
         sanitized = next((d for d in results["planted"] + results["library"]
                           if d["kernel"] == kernel), None)  # fmt: skip
         n = ((sanitized or {}).get("sizes") or [None])[0]

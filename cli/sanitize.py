@@ -57,18 +57,17 @@ async def _run(args: argparse.Namespace, tools, sizes, names: list[str], text: s
     if args.timeout != 10.0:  # the person chose a step limit: keep it (default: the sanitizer's)
         opts.timeout_s = args.timeout
     ref = Path(args.ref).read_text(errors="replace") if args.ref else None
+    results = []
     try:
-        return [
-            await sanitize_ptx(
-                text,
-                name,
-                ptx_path=args.file,
-                reference_cuda=ref,
-                reference_path=args.ref,
+        for name in names:
+            result = await sanitize_ptx(
+                text, name, ptx_path=args.file, reference_cuda=ref, reference_path=args.ref,
                 options=opts,
             )  # fmt: skip
-            for name in names
-        ]
+            results.append(result)
+            if result.status in ("no-gpu", "no-sanitizer"):
+                break  # the same answer for every kernel: said once
+        return results
     finally:
         await shared_supervisor().close()
 
