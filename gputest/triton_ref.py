@@ -18,8 +18,12 @@ expected values, compared element by element like any reference. It is timed wit
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
+
+from ptxls.frontend.triton import read_triton
+from ptxls.toolchain.triton_compile import recipe_for
 
 from .spec import BLOCK, LaunchSpec, ParamSpec, SpecProblem, TestSpec
 
@@ -69,6 +73,72 @@ def spec_types_from_annotations(text: str, kernel) -> dict[str, str]:
         elif words[0] in DTYPE_TO_TRITON:
             types[name.strip()] = DTYPE_TO_TRITON[words[0]]
     return types
+
+
+def gputest_types(text: str, kernel: str) -> dict[str, str]:
+    """Triton types from the kernel's ``# @gputest`` lines, for parameters nothing else types."""
+    found = read_triton(text).kernel(kernel)
+    return spec_types_from_annotations(text, found) if found is not None else {}
+
+
+def triton_spec(text: str, kernel: str, file_path: str | None):
+    """(TestSpec | None, problems, TritonBuild | None): the GPU test of a lowering of ``kernel``
+    (a @triton.jit function of ``text``), whose reference is the Triton kernel itself."""
+    build, why = recipe_for(text, kernel, file_path, gputest_types(text, kernel))
+    if build is None:
+        return None, [SpecProblem(why)], None
+    spec, problems = infer_spec(text, read_triton(text).kernel(kernel), build)
+    return spec, problems, build
+
+
+_HEADER_SOURCE = re.compile(r"^//\s*source:\s*(?P<path>\S.*?\.py)\s*$", re.MULTILINE)
+_EXTERN_SHARED = re.compile(r"^\s*\.extern\s+\.shared\b", re.MULTILINE)
+
+
+def paired_triton_source(ptx_text: str, ptx_path: str | None) -> Path | None:
+    """The .py a PTX file was lowered from, as its provenance header names it
+    (``// source: kernels/add.py``), relative to the .ptx's folder or any folder above it."""
+    m = _HEADER_SOURCE.search(ptx_text.split(".version", 1)[0])
+    if not m or not ptx_path:
+        return None
+    named = Path(m.group("path"))
+    if named.is_absolute():
+        return named if named.is_file() else None
+    for folder in Path(ptx_path).resolve().parents:
+        if (folder / named).is_file():
+            return folder / named
+    return None
+
+
+async def paired_triton(ptx_text: str, kernel: str, ptx_path: str | None):
+    """For ``ptxls test`` of a .ptx lowered from a Triton kernel: (spec, problems, build JSON)
+    from the .py its header names, or None when it names none. A PTX that declares dynamic
+    shared memory (Triton's own PTX: ``.extern .shared``) gets the size Triton's compile of
+    the kernel reports (a separate process, as for the lowering)."""
+    import asyncio
+
+    source = await asyncio.to_thread(paired_triton_source, ptx_text, ptx_path)
+    if source is None:
+        return None
+    text = await asyncio.to_thread(source.read_text, encoding="utf-8", errors="replace")
+    if read_triton(text).kernel(kernel) is None:
+        return None
+    spec, problems, build = await asyncio.to_thread(triton_spec, text, kernel, str(source))
+    if build is None or spec is None or problems:
+        return spec, problems, None
+    spec.origin.append(f"paired with {source.name} (the PTX's provenance header)")
+    if _EXTERN_SHARED.search(ptx_text) and spec.launch.shared in ("", "0"):
+        from ptxls.toolchain.triton_compile import triton_to_ptx
+
+        compiled = await triton_to_ptx(build.to_json(), arch=_ptx_target(ptx_text))
+        if compiled.ok and compiled.metadata:
+            spec.launch.shared = str(compiled.metadata.get("shared", 0))
+    return spec, [], build.to_json()
+
+
+def _ptx_target(ptx: str) -> str:
+    m = re.search(r"^\s*\.target\s+(sm_\w+)", ptx, re.MULTILINE)
+    return m.group(1) if m else "sm_90"
 
 
 def infer_spec(text: str, kernel, build) -> tuple[TestSpec | None, list[SpecProblem]]:

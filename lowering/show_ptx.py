@@ -120,7 +120,9 @@ async def show_ptx(
 async def show_triton_ptx(text: str, kernel: str, file_path: str, arch: str, timeout: float):
     """A Triton kernel: Triton's PTX (built from the kernel's own source, never running the
     file: lowering/triton_reference.py) with the Python lines from its ``.loc`` line info."""
-    from .triton_reference import compile_kernel, drop_debug_sections, source_name
+    from ptxls.toolchain.triton_compile import source_name
+
+    from .triton_reference import compile_kernel, drop_debug_sections
 
     build, result = await compile_kernel(text, kernel, file_path, arch, timeout)
     if not result.ok:

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from ptxls.frontend.triton import TritonBuild, build_recipe, read_triton
-from ptxls.toolchain.process import scratch_name
-from ptxls.toolchain.triton_compile import TritonCompile, triton_to_ptx
+from ptxls.frontend.triton import TritonBuild
+from ptxls.gputest.triton_ref import gputest_types, triton_spec
+from ptxls.toolchain.triton_compile import TritonCompile, recipe_for, triton_to_ptx
+from ptxls.toolchain.triton_compile import source_name as source_name  # for triton_sass
 
 from .nvcc_reference import _lower_version
 from .ptx_check import PtxasUnavailable, compile_check
@@ -56,26 +56,6 @@ def assembled_arch(ptx: str, arch: str) -> str:
     return m.group(1) if m and m.group(1).startswith(arch) else arch
 
 
-def source_name(file_path: str | None) -> str:
-    """The file name Triton's line info gives the source (messages and .file name it)."""
-    name = Path(file_path).name if file_path and "\0" not in file_path else ""
-    return scratch_name(name, "kernel.py")
-
-
-def recipe_for(
-    text: str, kernel: str, file_path: str | None, spec_types: dict[str, str] | None = None
-) -> tuple[TritonBuild | None, str]:
-    """The build of ``kernel`` (from the source only), or the message why not."""
-    build, problems = build_recipe(
-        read_triton(text), text, kernel, file_name=source_name(file_path), spec_types=spec_types
-    )
-    if build is None:
-        return None, "\n".join(
-            (f"line {p.line + 1}: " if p.line >= 0 else "") + p.message for p in problems
-        )
-    return build, ""
-
-
 async def compile_kernel(
     text: str, kernel: str, file_path: str | None, arch: str, timeout: float
 ) -> tuple[TritonBuild | None, TritonCompile]:
@@ -86,17 +66,6 @@ async def compile_kernel(
     if result.no_triton:
         result.message = NO_TRITON
     return build, result
-
-
-def gputest_types(text: str, kernel: str) -> dict[str, str]:
-    """Triton types from the kernel's ``# @gputest`` lines (``x: in f32[n]`` -> ``*fp32``), for
-    parameters nothing else types."""
-    found = read_triton(text).kernel(kernel)
-    if found is None:
-        return {}
-    from ptxls.gputest.triton_ref import spec_types_from_annotations
-
-    return spec_types_from_annotations(text, found)
 
 
 def drop_debug_sections(ptx: str) -> str:
@@ -184,15 +153,7 @@ def _launch_note(build: TritonBuild | None, meta: dict) -> str:
 def triton_test_spec(text: str, kernel: str, file_path: str | None):
     """(TestSpec | None, problems, TritonBuild | None): the GPU test of a lowering of ``kernel``,
     whose reference is the Triton kernel itself (``gputest/triton_ref.py``)."""
-    from ptxls.gputest.spec import SpecProblem
-    from ptxls.gputest.triton_ref import infer_spec
-
-    build, why = recipe_for(text, kernel, file_path, gputest_types(text, kernel))
-    if build is None:
-        return None, [SpecProblem(why)], None
-    found = read_triton(text).kernel(kernel)
-    spec, problems = infer_spec(text, found, build)
-    return spec, problems, build
+    return triton_spec(text, kernel, file_path)
 
 
 async def gpu_test_against_triton(

@@ -35,7 +35,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .process import ProcessResult, run_killable
+from .process import ProcessResult, run_killable, scratch_name
 
 
 class UnsafeSource(Exception):
@@ -161,6 +161,29 @@ def _compile_error(e: Exception, build: dict) -> str:
 
 
 # --- the parent side ---
+
+
+def source_name(file_path: str | None) -> str:
+    """The file name Triton's line info gives the source (messages and .file name it)."""
+    name = Path(file_path).name if file_path and "\0" not in file_path else ""
+    return scratch_name(name, "kernel.py")
+
+
+def recipe_for(
+    text: str, kernel: str, file_path: str | None, spec_types: dict[str, str] | None = None
+):  # -> (TritonBuild | None, why)
+    """The build of ``kernel`` from the source alone (``frontend/triton.py``), or the message
+    that says why not (one problem per line, with its line number)."""
+    from ptxls.frontend.triton import build_recipe, read_triton
+
+    build, problems = build_recipe(
+        read_triton(text), text, kernel, file_name=source_name(file_path), spec_types=spec_types
+    )
+    if build is None:
+        return None, "\n".join(
+            (f"line {p.line + 1}: " if p.line >= 0 else "") + p.message for p in problems
+        )
+    return build, ""
 
 
 @dataclass
