@@ -37,6 +37,7 @@ from .report import (
 from .spec import TestSpec
 from .spec_check import check_spec
 from .supervisor import Supervisor, shared_supervisor
+from .triton_ref import paired_triton
 
 __all__ = [
     "run_gpu_test", "run_gpu_test_cuda", "run_gpu_test_file", "infer_spec_from_cuda",
@@ -123,7 +124,15 @@ async def run_gpu_test(
                                       reference_cuda=reference_cuda, reference_path=reference_path)  # fmt: skip
         return resolution
 
-    if spec is None:
+    paired = None
+    if spec is None and reference_cuda is None and not spec_path and not triton_reference:
+        # A PTX lowered from a Triton kernel (its header names the .py) is tested against the
+        # Triton kernel itself (gputest/triton_ref.py).
+        paired = await paired_triton(ptx_text, kernel, ptx_path)
+    if paired is not None:
+        spec, problems, triton_reference = paired
+        resolution = SpecResolution(spec, problems, None, None)
+    elif spec is None:
         # Reads files and evaluates annotations (text from the repository): a worker thread,
         # never the event loop.
         resolution = await asyncio.to_thread(resolve)
