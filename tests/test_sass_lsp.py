@@ -82,6 +82,13 @@ async def test_show_sass_lens_command_view_and_hover(client: LanguageClient, tmp
     (lens,) = await _lenses(client, uri)
     assert "registers" in lens.command.title and "instructions" in lens.command.title
 
+    # closing and reopening the same text keeps it (an editor may close and reopen a file)
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    open_doc(client, uri, VEC_ADD)
+    assert "FADD" in await _hover_text(client, uri, ADD_LINE)
+
     # an edit makes the SASS stale: no hover (its lines may have moved) until the next save
     edited = "// a comment line moves every line down\n" + VEC_ADD
     replace_all(client, uri, edited, 2)

@@ -7,7 +7,8 @@
   ``.ptxls/show/<kernel>.sass.txt`` in the source's workspace folder (outside every folder: no
   file, the text only), opened like Show PTX's view (.txt: ``.sass`` is the Sass stylesheet's). Answers ``{ok, summary, uri?, sass, kernel}``.
 - A hover on a PTX line lists the SASS instructions it became. It reads only the last SASS of
-  that document version (made by Show SASS, and again on each save once Show SASS has run):
+  that document, and only while the buffer holds the text it was made from (made by Show SASS,
+  and again on each save once Show SASS has run; kept across closing and reopening the file):
   nothing is assembled on a keystroke or a hover.
 
 The work is ptxas and nvdisasm as killable processes plus reading in worker threads; a new run
@@ -43,6 +44,7 @@ from .show_ptx import show_result
 log = logging.getLogger("ptxls")
 
 COMMAND = "ptxls.showSass"
+MAX_REPORTS = 16  # documents whose last SASS is kept for the hover
 MAX_NAME = 4096  # a C++ mangled kernel name is a few hundred characters
 SUMMARY_ERRORS = 5  # ptxas lines quoted in a failed run's summary
 _UNNAMED = {PTX: "kernel.ptx", CUDA: "kernel.cu", PYTHON: "kernel.py"}  # a URI with no file name
@@ -50,13 +52,15 @@ _UNNAMED = {PTX: "kernel.ptx", CUDA: "kernel.cu", PYTHON: "kernel.py"}  # a URI 
 
 @dataclass
 class CachedSass:
-    version: int | None  # the document version the SASS was made from
-    report: SassReport
+    version: int | None  # the document version the SASS was made from (None: the file on disk)
+    report: SassReport  # report.ptx_text: the exact text it was made from
 
 
 @dataclass
 class SassState:
-    reports: dict[str, CachedSass] = field(default_factory=dict)  # uri → last SASS (.ptx only)
+    # uri → last SASS (.ptx only), oldest first; kept when the document closes (reopening the
+    # same text brings the hover back), at most MAX_REPORTS
+    reports: dict[str, CachedSass] = field(default_factory=dict)
     running: dict[str, asyncio.Task] = field(default_factory=dict)  # uri → the run in flight
 
 
@@ -101,7 +105,11 @@ async def _compute(
 
 def _remember(ls: PtxlsServer, uri: str, version: int | None, report: SassReport) -> None:
     if report.ok and report.lines_map_to != "none":
-        ls.state(SassState).reports[uri] = CachedSass(version, report)
+        reports = ls.state(SassState).reports
+        reports.pop(uri, None)
+        reports[uri] = CachedSass(version, report)
+        while len(reports) > MAX_REPORTS:
+            del reports[next(iter(reports))]
         ls.refresh_code_lenses()
 
 
@@ -217,7 +225,6 @@ def on_save(ls: PtxlsServer, params: types.DidSaveTextDocumentParams) -> None:
 def on_close(ls: PtxlsServer, params) -> None:  # noqa: ANN001 - DidCloseTextDocumentParams
     uri = params.text_document.uri
     state = ls.state(SassState)
-    state.reports.pop(uri, None)
     if uri in state.running:
         state.running.pop(uri).cancel()
 
@@ -228,8 +235,12 @@ def on_close(ls: PtxlsServer, params) -> None:  # noqa: ANN001 - DidCloseTextDoc
 def _current(ls: PtxlsServer, uri: str) -> SassReport | None:
     cached = ls.state(SassState).reports.get(uri)
     doc = ls.open_document(uri) if cached else None
-    if cached is None or doc is None or doc.version != cached.version:
-        return None  # an edited buffer's lines no longer match the SASS: say nothing
+    if cached is None or doc is None:
+        return None
+    # the same text (this version, or the file closed and opened again unchanged): its lines
+    # are the SASS's; an edited buffer's are not, so say nothing (versions restart on reopen)
+    if doc.source != cached.report.ptx_text:
+        return None
     return cached.report
 
 
