@@ -42,6 +42,7 @@ from . import (
     lowering_feature,
     ptx_diagnostics,
     ptx_navigation,
+    sanitizer_feature,
     sass_feature,
     show_ptx,
     status,
@@ -60,6 +61,7 @@ FEATURES = (
     sass_feature,
     kernels,
     gputest_feature,
+    sanitizer_feature,  # "Run with sanitizer" beside "Run GPU test"
     lowering_feature,
     triton_feature,
     library_feature,

@@ -2,7 +2,7 @@
 // kernels (ptxls/kernels), take the one under the cursor and forward to the server's commands
 // through workspace/executeCommand:
 //   ptxls.runGpuTest (uri, kernel), ptxls.lowerToPtx (uri, kernel, backend), ptxls.showPtx (uri, kernel).
-//   ptxls.showSass (uri, kernel).
+//   ptxls.showSass (uri, kernel), ptxls.runSanitizer (uri, kernel[, tools]).
 // They have different ids from the server's own, which vscode-languageclient registers
 // under the server's names.
 import * as vscode from "vscode";
@@ -33,6 +33,16 @@ export function registerCommands(context: vscode.ExtensionContext, servers: Serv
     if (target) {
       const result = await forward(servers, "ptxls.runGpuTest", [target.uri, target.kernel], `Testing ${target.kernel} on the GPU`);
       showSummary(result, `GPU test of ${target.kernel} finished.`, "Hover the kernel's name for the details.");
+    }
+  });
+
+  // ptxls.runSanitizer (uri, kernel[, tools]): the GPU test under compute-sanitizer (memcheck +
+  // racecheck); each report becomes a diagnostic on the PTX line it names.
+  register("ptxls.runSanitizerHere", async () => {
+    const target = await kernelUnderCursor(servers);
+    if (target) {
+      const result = await forward(servers, "ptxls.runSanitizer", [target.uri, target.kernel], `compute-sanitizer on ${target.kernel}`);
+      showSummary(result, `compute-sanitizer on ${target.kernel} finished.`, "Its reports are in the Problems view.");
     }
   });
 
@@ -70,7 +80,7 @@ export function registerCommands(context: vscode.ExtensionContext, servers: Serv
   });
 
   // ptxls.showSass (uri, kernel): the kernel's SASS under the PTX/CUDA lines it came from,
-  // written to .ptxls/show/<kernel>.sass (or only returned as text outside the workspace).
+  // written to .ptxls/show/<kernel>.sass.txt (or only returned as text outside the workspace).
   register("ptxls.showSassHere", async () => {
     const target = await kernelUnderCursor(servers);
     if (target) {

@@ -1,0 +1,244 @@
+""" "Run with sanitizer" in the editor: a code lens beside "Run GPU test" on every ``.entry`` of a
+PTX buffer, the ``ptxls.runSanitizer`` command (uri, kernel[, tools]) with cancellable
+``$/progress``, each compute-sanitizer report as a ``compute-sanitizer`` diagnostic on the PTX line
+it points at (a race: on both lines), and the result in a hover on the kernel's line.
+
+The work is ``ptxls.gputest.sanitize.sanitize_ptx``: the GPU test in a fresh worker under
+compute-sanitizer, one process group per tool, killed whole on cancel or timeout. Results are kept
+per (uri, kernel) with the document version; an edit clears the diagnostics (their lines may have
+moved) and the lens and hover say the result is stale.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from lsprotocol import types
+
+from ptxls.diagnostics.model import Problem, Severity
+from ptxls.frontend.ptx import find_entries
+from ptxls.gputest.report import short_tokens
+from ptxls.gputest.sanitize import SanitizeOptions, SanitizeResult, format_result, parse_tools
+
+from .. import convert
+from ..app import PtxlsServer, short_name
+from ..progress import CommandProgress
+from ..uris import to_path
+
+COMMAND = "ptxls.runSanitizer"
+PRODUCER = "compute-sanitizer"
+_SEVERITY = {"error": Severity.ERROR, "warning": Severity.WARNING, "info": Severity.INFO}
+
+
+@dataclass
+class CachedSanitize:
+    version: int | None  # document version the run was for
+    result: SanitizeResult
+
+
+@dataclass
+class SanitizerState:
+    results: dict[tuple[str, str], CachedSanitize] = field(default_factory=dict)  # (uri, kernel)
+    running: dict[tuple[str, str], asyncio.Task] = field(default_factory=dict)
+
+
+def _is_ptx(ls: PtxlsServer, uri: str) -> bool:
+    doc = ls.open_document(uri)
+    return doc is not None and (uri.endswith(".ptx") or doc.language_id == "ptx")
+
+
+def _entries(ls: PtxlsServer, uri: str) -> list[tuple[str, int, int]]:
+    if not _is_ptx(ls, uri):
+        return []
+    return [(e.name, e.line, e.col) for e in find_entries(ls.open_document(uri).source)]
+
+
+def _stale(ls: PtxlsServer, uri: str, cached: CachedSanitize) -> bool:
+    doc = ls.open_document(uri)
+    return doc is None or doc.version != cached.version
+
+
+def _lens_title(ls: PtxlsServer, uri: str, name: str) -> str:
+    state = ls.state(SanitizerState)
+    if (uri, name) in state.running:
+        return "Sanitizer running…"
+    cached = state.results.get((uri, name))
+    if cached is None:
+        return "Run with sanitizer"
+    r = cached.result
+    n = len([f for f in r.findings if f.severity != "info"])
+    word = {"clean": "clean", "findings": f"{n} problem{'s' if n != 1 else ''}",
+            "no-gpu": "no GPU", "no-sanitizer": "no compute-sanitizer"}.get(r.status, r.status)  # fmt: skip
+    return f"Run with sanitizer (last: {word}{', stale' if _stale(ls, uri, cached) else ''})"
+
+
+def code_lenses(ls: PtxlsServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+    uri = params.text_document.uri
+    return [
+        convert.code_lens(
+            convert.line_range(line, col, col + len(name)),
+            _lens_title(ls, uri, name),
+            COMMAND,
+            [uri, name],
+        )  # fmt: skip
+        for name, line, col in _entries(ls, uri)
+    ]
+
+
+def hover(ls: PtxlsServer, params: types.HoverParams) -> types.Hover | None:
+    """The last result for the kernel declared on this line; never starts GPU work."""
+    state = ls.state(SanitizerState)
+    uri, line = params.text_document.uri, params.position.line
+    if not any(key[0] == uri for key in state.results):
+        return None
+    for name, kline, col in _entries(ls, uri):
+        cached = state.results.get((uri, name)) if kline == line else None
+        if cached is None:
+            continue
+        text = short_tokens(format_result(cached.result))
+        if _stale(ls, uri, cached):
+            text = "_stale: the buffer changed since this run; run it again._\n\n" + text
+        return convert.markdown_hover(text, convert.line_range(line, col, col + len(name)))
+    return None
+
+
+def _span(lines: list[str], line: int) -> tuple[int, int]:
+    """The instruction on a 0-based line: from its first character to the comment or the end."""
+    text = lines[line] if 0 <= line < len(lines) else ""
+    code = text.split("//", 1)[0].rstrip()
+    start = len(code) - len(code.lstrip())
+    return start, max(len(code), start + 1)
+
+
+def problems(result: SanitizeResult, source: str) -> list[Problem]:
+    """Each finding on its line; a race also on its other line, naming the first."""
+    lines = source.splitlines()
+    out = []
+    for f in result.findings:
+        sev = _SEVERITY.get(f.severity, Severity.WARNING)
+        spots = [(f.line, f.text)]
+        if f.other_line is not None and f.other_line != f.line:
+            spots.append((f.other_line, f"{f.text} (the other side: line {f.line})"))
+        for line, message in spots:
+            if line is None:
+                continue  # no line info (the PTX's own .loc names another file): hover only
+            start, end = _span(lines, line - 1)
+            out.append(Problem(line - 1, start, end, sev, short_tokens(message), PRODUCER,
+                               code=f.kind))  # fmt: skip
+    return out
+
+
+def _publish(ls: PtxlsServer, uri: str) -> None:
+    doc = ls.open_document(uri)
+    found: list[Problem] = []
+    for (u, _), cached in ls.state(SanitizerState).results.items():
+        if u == uri and doc is not None and not _stale(ls, uri, cached):
+            found += problems(cached.result, doc.source)
+    ls.store.set(uri, PRODUCER, convert.to_diagnostics(found))
+    ls.publish(uri, doc.version if doc else None)
+    ls.refresh_code_lenses()
+
+
+def on_change(ls: PtxlsServer, params) -> None:
+    """The lines may have moved: the diagnostics go (the next publish carries the empty set);
+    the results stay for the hover, marked stale."""
+    uri = params.text_document.uri
+    if any(u == uri for u, _ in ls.state(SanitizerState).results):
+        ls.store.set(uri, PRODUCER, [])
+
+
+def on_close(ls: PtxlsServer, params) -> None:
+    uri = params.text_document.uri
+    state = ls.state(SanitizerState)
+    for key in [k for k in state.results if k[0] == uri]:
+        del state.results[key]
+    for key in [k for k in state.running if k[0] == uri]:
+        state.running.pop(key).cancel()
+
+
+def _refused(status: str, summary: str) -> dict:
+    return {"ok": False, "status": status, "summary": summary}
+
+
+def _tools(arg) -> tuple[str, ...]:
+    """The optional third argument: a list of tool names or one comma-separated string."""
+    if arg is None:
+        return parse_tools(None)
+    if isinstance(arg, str):
+        return parse_tools([arg])
+    if isinstance(arg, list) and all(isinstance(t, str) for t in arg):
+        return parse_tools(arg)
+    raise ValueError(f"tools must be a list of names, got {short_name(repr(arg))}")
+
+
+async def run_sanitizer(ls: PtxlsServer, *args) -> dict:
+    """Arguments: uri, kernel[, tools]. Returns {ok, status, summary, findings}; never raises."""
+    if len(args) < 2 or not all(isinstance(a, str) for a in args[:2]):
+        got = short_name(repr(list(args)))
+        return _refused("bad-arguments", f"{COMMAND} takes (uri, kernel[, tools]), got {got}")
+    uri, kernel = args[0], args[1]
+    try:
+        tools = _tools(args[2] if len(args) > 2 else None)
+    except ValueError as e:
+        return _refused("bad-arguments", short_tokens(str(e)))
+    if not _is_ptx(ls, uri):
+        return _refused("not-open", f"{short_name(uri)} is not an open .ptx document")
+    doc, state, key = ls.open_document(uri), ls.state(SanitizerState), (uri, kernel)
+    if key in state.running:
+        state.running.pop(key).cancel()  # a second click restarts with the current text
+    progress = CommandProgress(ls, f"ptxls: compute-sanitizer on {short_name(kernel)}")
+    await progress.begin()
+    s = ls.settings
+    opts = SanitizeOptions(tools=tools, ptxas=s.ptxas_path, arch=s.arch,
+                           trusted=ls.workspace_trusted, on_progress=progress.report)  # fmt: skip
+    task = asyncio.get_running_loop().create_task(_sanitize(doc.source, kernel, to_path(uri), opts))
+    state.running[key] = task
+    version = doc.version
+    ls.refresh_code_lenses()
+    try:
+        result = await _wait_unless_cancelled(task, progress)
+    except asyncio.CancelledError:
+        progress.end("cancelled")
+        return _refused("cancelled", "cancelled")
+    except Exception as e:  # a bug in the harness must not take the server down
+        ls.report_server_error(e, run_sanitizer)
+        progress.end("failed")
+        return _refused("error", short_tokens(f"{type(e).__name__}: {e}"))
+    finally:
+        if state.running.get(key) is task:
+            del state.running[key]
+    state.results[key] = CachedSanitize(version, result)
+    progress.end(short_tokens(result.summary)[:200])
+    if result.status in ("no-gpu", "no-sanitizer"):
+        ls.tell_once(f"sanitizer:{result.status}",
+                     short_tokens(f"ptxls: compute-sanitizer cannot run here: {result.summary}"))  # fmt: skip
+    _publish(ls, uri)
+    return {"ok": result.clean, "status": result.status, "summary": short_tokens(result.summary),
+            "findings": [f.to_dict() for f in result.findings]}  # fmt: skip
+
+
+async def _sanitize(text: str, kernel: str, path, opts: SanitizeOptions) -> SanitizeResult:
+    from ptxls.gputest.sanitize import sanitize_ptx
+
+    return await sanitize_ptx(text, kernel, ptx_path=path, options=opts)
+
+
+async def _wait_unless_cancelled(task: asyncio.Task, progress: CommandProgress) -> SanitizeResult:
+    cancel_wait = asyncio.ensure_future(progress.cancel.wait())
+    try:
+        done, _ = await asyncio.wait({task, cancel_wait}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        cancel_wait.cancel()
+    if task not in done:
+        task.cancel()
+        raise asyncio.CancelledError
+    return task.result()
+
+
+def register(server: PtxlsServer) -> None:
+    server.code_lens_providers.append(code_lenses)
+    server.hover_providers.append(hover)
+    server.did_change_hooks.append(on_change)
+    server.did_close_hooks.append(on_close)
+    server.command(COMMAND)(run_sanitizer)
