@@ -3,7 +3,8 @@
 #   bash bench/device_sanitizer.sh      (carry .whl: pygls/openai wheels for the CLI and the loop;
 #                                        .sanwhl: the nvidia-cuda-sanitizer-api wheel, optional)
 # Writes under $OUT: machine.txt, sanitizer-h200.txt/.json, cli.txt, logs.tgz (raw sanitizer
-# outputs: the parser tests' data), loop.txt. Exit non-zero when a check fails.
+# outputs: the parser tests' data), loop.txt (the lowering loop's racecheck), gpu-pytest.txt
+# (tests/gpu/test_sanitizer_gpu.py). Exit non-zero when a check fails.
 set -o pipefail
 source scripts/device-env.sh
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -42,8 +43,9 @@ P=tests/data/sanitizer/planted
   cli test $P/missing_barrier.ptx --kernel swap_warps
 } > "$OUT/cli.txt" 2>&1
 tail -40 "$OUT/cli.txt"
-if [ -f bench/race_check_loop.py ]; then
-  timeout 90 python3 bench/race_check_loop.py 2>&1 | tee "$OUT/loop.txt" || rc=1
-fi
+timeout 120 python3 bench/race_check_loop.py > "$OUT/loop.txt" 2>&1 || rc=1
+tail -25 "$OUT/loop.txt"
+timeout 150 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_sanitizer_gpu.py > "$OUT/gpu-pytest.txt" 2>&1 || rc=1
+tail -5 "$OUT/gpu-pytest.txt"
 echo "device_sanitizer: exit $rc"
 exit $rc
