@@ -154,7 +154,7 @@ def test_the_command_checks_only_the_kernel_and_keeps_the_programs_stdout(tmp_pa
 
 
 def test_a_configured_sanitizer_that_is_missing_is_an_error_not_skipped(tmp_path, monkeypatch):
-    with pytest.raises(ToolNotFound, match="the configured compute-sanitizer '/no/cs'"):
+    with pytest.raises(ToolNotFound, match="the compute-sanitizer given '/no/cs'"):
         ts.find_sanitizer("/no/cs")
     monkeypatch.setenv(ts.ENV_VAR, str(tmp_path / "missing"))
     with pytest.raises(ToolNotFound, match="PTXLS_COMPUTE_SANITIZER=.* does not exist"):

@@ -1,7 +1,7 @@
 """Finding NVIDIA's compute-sanitizer and building its command line.
 
-Search order: an explicit path (the ``ptxls.computeSanitizerPath`` setting or ``--sanitizer``)
-→ ``PTXLS_COMPUTE_SANITIZER`` → PATH → the CUDA toolkit's usual homes (``$CUDA_HOME/bin``,
+Search order: an explicit path (``ptxls test --sanitizer PATH``) → ``PTXLS_COMPUTE_SANITIZER``
+(also how the editor's server is pointed at one) → PATH → the CUDA toolkit's usual homes (``$CUDA_HOME/bin``,
 ``/usr/local/cuda/bin``, ``/usr/local/cuda/compute-sanitizer``) → the binary inside the
 ``nvidia-cuda-sanitizer-api`` wheel (``pip install 'ptxls[sanitizer]'``). A toolkit's own copy
 comes before the wheel's: it was installed with the driver it has to talk to.
@@ -38,7 +38,7 @@ LOG_BYTES = 4 << 20  # the most of a log that is read back
 @dataclass(frozen=True)
 class Sanitizer:
     path: str
-    origin: str  # "setting", ENV_VAR, "PATH", "CUDA toolkit", "nvidia-cuda-sanitizer-api wheel"
+    origin: str  # "given", ENV_VAR, "PATH", "CUDA toolkit", "nvidia-cuda-sanitizer-api wheel"
     version: str  # "2025.3.1" ("" when it could not be read)
 
     def describe(self) -> str:
@@ -65,7 +65,7 @@ def candidates(explicit: str | None = None) -> list[tuple[str, str]]:
     """(path, origin) in search order; existing executables only, no duplicates."""
     found: list[tuple[str, str]] = []
     if explicit:
-        found.append((explicit, "setting"))
+        found.append((explicit, "given"))
     if os.environ.get(ENV_VAR):
         found.append((os.environ[ENV_VAR], ENV_VAR))
     if on_path := shutil.which(NAME):
@@ -100,7 +100,7 @@ def _version_of(path: str) -> str:
 NOT_FOUND = (
     "compute-sanitizer not found. Install the wheel that ships it "
     "(pip install 'ptxls[sanitizer]', i.e. nvidia-cuda-sanitizer-api), put a CUDA toolkit's bin/ "
-    f"on PATH, or set {ENV_VAR} / the ptxls.computeSanitizerPath setting to the binary."
+    f"on PATH, or set {ENV_VAR} to the binary."
 )
 
 
@@ -109,7 +109,7 @@ def find_sanitizer(explicit: str | None = None) -> Sanitizer:
     something to skip silently: the person asked for that binary. Probes the version (a process
     start): call it from a worker thread, never the event loop."""
     if explicit and not _usable(explicit):
-        raise ToolNotFound(f"the configured compute-sanitizer '{explicit}' does not exist or is "
+        raise ToolNotFound(f"the compute-sanitizer given '{explicit}' does not exist or is "
                            "not executable. " + NOT_FOUND)  # fmt: skip
     from_env = os.environ.get(ENV_VAR)
     if not explicit and from_env and not _usable(from_env):
