@@ -7,7 +7,9 @@
    Triton kernels themselves, launched by Triton on torch tensors: must pass.
 2. The same PTX with one instruction changed (vec_add: add -> sub) must fail: the Triton
    reference is really compared.
-3. An LLM lowering through the scripted OpenAI-compatible endpoint (tests/scripted_llm.py),
+3. ``ptxls lower --backend triton`` and ``ptxls test`` of the written .ptx (paired with the
+   Triton kernel through its provenance header) through the real CLI: must pass.
+4. An LLM lowering through the scripted OpenAI-compatible endpoint (tests/scripted_llm.py),
    ``ptxls lower vec_add_triton.py --kernel add_kernel`` through the real CLI: the first reply is
    wrong (sub for add) and is caught by the GPU test against Triton, the repair passes (exit 0,
    the header names the GPU and the Triton reference).
@@ -145,6 +147,28 @@ def llm_lowering() -> None:
           and "Traceback" not in p.stderr, detail)  # fmt: skip
 
 
+def cli_test_of_lowered_files() -> None:
+    """``ptxls lower --backend triton`` then ``ptxls test`` of the written .ptx: the header names
+    the .py, so the test runs against the Triton kernel (softmax: Triton's dynamic shared memory
+    size from its compile)."""
+    for file, kernel in (("vec_add_triton.py", "add_kernel"), ("softmax_triton.py",
+                                                                "softmax_kernel")):  # fmt: skip
+        work = Path(tempfile.mkdtemp(prefix="ptxls-triton-cli-"))
+        (work / file).write_text((ROOT / "examples" / file).read_text())
+        cli = [sys.executable, "-m", "ptxls.cli.main"]
+        low = subprocess.run([*cli, "lower", file, "--kernel", kernel, "--backend", "triton", "-q"],
+                             capture_output=True, text=True, cwd=work, timeout=120)  # fmt: skip
+        started = time.monotonic()
+        test = subprocess.run([*cli, "test", f"{kernel}.ptx"], capture_output=True, text=True,
+                              cwd=work, timeout=200)  # fmt: skip
+        took = time.monotonic() - started
+        check(f"ptxls lower --backend triton, then ptxls test {kernel}.ptx: against Triton "
+              f"({took:.1f} s)",
+              low.returncode == 0 and test.returncode == 0 and "the Triton kernel" in test.stdout,
+              f"lower exit {low.returncode}: {low.stderr[-600:]}\ntest exit {test.returncode}:\n"
+              f"{test.stdout[-2500:]}{test.stderr[-800:]}")  # fmt: skip
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/out"))
@@ -168,6 +192,7 @@ def main() -> int:
         check("a GPU is present", False, why)
         return 2
     llm_lowering()
+    cli_test_of_lowered_files()
     (out / "triton-h200-checks.json").write_text(json.dumps(results, indent=2))
     failed = [r["check"] for r in results if not r["ok"]]
     print(f"{len(results) - len(failed)}/{len(results)} checks passed")
