@@ -5,6 +5,7 @@ checked by the real ptxas. Also: no code of the user's file ever runs."""
 from __future__ import annotations
 
 import asyncio
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -173,3 +174,25 @@ def test_a_triton_compile_error_is_a_message():
     low = run(lower_with_triton(text, kernel="add_kernel", file_path="v.py"))
     assert not low.ok and "Triton could not compile 'add_kernel'" in low.message
     assert "no_such_fn" in low.message and "Traceback" not in low.message
+
+
+def test_a_ptx_lowered_from_triton_is_paired_with_the_kernel_for_its_gpu_test(tmp_path):
+    from ptxls.gputest.triton_ref import paired_triton
+
+    shutil.copy(EXAMPLES / "softmax_triton.py", tmp_path / "softmax_triton.py")
+    sub = tmp_path / "out"
+    sub.mkdir()
+    p = subprocess.run(
+        [sys.executable, "-m", "ptxls.cli.main", "lower", "softmax_triton.py", "--kernel",
+         "softmax_kernel", "--backend", "triton", "-o", "out/sm.ptx"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    ptx_path = sub / "sm.ptx"
+    ptx = ptx_path.read_text()
+    spec, problems, build = run(paired_triton(ptx, "softmax_kernel", str(ptx_path)))
+    assert problems == [] and build["kernel"] == "softmax_kernel"
+    assert int(spec.launch.shared) > 0  # Triton's cross-warp reduction, from its compile
+    assert "paired with softmax_triton.py" in spec.origin[-1]
+    # no header naming a .py: not paired (the CUDA/annotation pairing applies)
+    assert run(paired_triton(ptx.split(".version", 1)[1], "softmax_kernel", str(ptx_path))) is None
