@@ -270,6 +270,8 @@ def _read_decorators(node: ast.FunctionDef, kernel: TritonKernel, text_of) -> No
     for d in node.decorator_list:
         kernel.decorators.append(text_of(d))
         name = _decorator_name(d)
+        if name.endswith("heuristics"):
+            kernel.has_heuristics = True
         if not isinstance(d, ast.Call):
             continue
         if name.endswith("jit"):
@@ -283,10 +285,6 @@ def _read_decorators(node: ast.FunctionDef, kernel: TritonKernel, text_of) -> No
                 configs = d.args[0]
             if isinstance(configs, ast.List | ast.Tuple):
                 kernel.autotune = [c for c in map(_autotune_config, configs.elts) if c]
-        elif name.endswith("heuristics"):
-            kernel.has_heuristics = True
-        if name.endswith("heuristics") and not isinstance(d, ast.Call):
-            kernel.has_heuristics = True
 
 
 def _autotune_config(node: ast.expr) -> AutotuneConfig | None:
@@ -660,11 +658,18 @@ def build_recipe(
     sig = resolve_signature(kernel, spec_types)
     problems += sig.problems
     if sig.missing:
+        computed = (
+            " (@triton.heuristics computes values when Python launches the kernel; ptxls does "
+            "not run it)"
+            if kernel.has_heuristics
+            else ""
+        )
         problems.append(
             Problem(
                 f"'{kernel_name}': Triton needs the type or value of "
-                f"{', '.join(sig.missing)}, and the source does not say it. Add this line "
-                f"right above @triton.jit (edit the guesses):\n{suggested_directive(kernel, sig)}",
+                f"{', '.join(sig.missing)}, and the source does not say it{computed}. Add this "
+                f"line right above @triton.jit (edit the guesses):\n"
+                f"{suggested_directive(kernel, sig)}",
                 kernel.start_line,
             )
         )

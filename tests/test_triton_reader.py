@@ -170,3 +170,13 @@ def test_a_file_mid_edit_still_lists_its_kernels():
     assert [k.name for k in found.kernels] == ["add", "half_typed"]  # a line scan
     _, problems = build_recipe(found, text, "add")
     assert "does not parse" in problems[0].message
+
+
+def test_a_value_only_heuristics_would_compute_is_asked_for():
+    text = ADD.replace("@triton.jit", '@triton.heuristics({"BLOCK": lambda a: 64})\n@triton.jit')
+    text = text.replace(" BLOCK=256", "")
+    (k,) = read_triton(text).kernels
+    assert k.has_heuristics and k.start_line == 5
+    _, problems = build_recipe(read_triton(text), text, "add")
+    assert "@triton.heuristics computes values" in problems[0].message
+    assert problems[0].message.endswith("BLOCK=1024")
