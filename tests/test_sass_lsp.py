@@ -78,7 +78,8 @@ async def test_show_sass_lens_command_view_and_hover(client: LanguageClient, tmp
     assert "FADD" in lines[at + 1]
 
     hover = await _hover_text(client, uri, ADD_LINE)
-    assert "**SASS** (sm_90): 1 instruction from this line" in hover and "FADD" in hover
+    assert hover.startswith("**SASS** (sm_90): 1 instruction from this line") and "FADD" in hover
+    assert "add" in hover.split("**SASS**", 1)[1]  # the opcode's own docs follow
     (lens,) = await _lenses(client, uri)
     assert "registers" in lens.command.title and "instructions" in lens.command.title
 

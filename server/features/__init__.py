@@ -56,9 +56,9 @@ FEATURES = (
     ptx_diagnostics,
     cuda_diagnostics,
     status,
+    sass_feature,  # a PTX line's SASS above the opcode docs: it is what was asked for
     ptx_navigation,
     show_ptx,
-    sass_feature,
     kernels,
     gputest_feature,
     sanitizer_feature,  # "Run with sanitizer" beside "Run GPU test"

@@ -240,6 +240,26 @@ async function runScenario(page, workspace, oracle) {
     return "an editor with the PTX of vec_add opened";
   });
 
+  await step("\"ptxls: Show SASS for this kernel\" opens the kernel's SASS, and a PTX line's hover lists the SASS it became", async () => {
+    if (!oracle.showSass?.ok) return skip(`the server does not answer ptxls.showSass (${oracle.showSass?.error ?? oracle.showSass?.result?.summary ?? "not asked"})`);
+    if (!oracle.sassHover) throw new Error(`ptxls.showSass answered, but no instruction line of ${SM80_FILE} has a SASS hover`);
+    const { file, line, column, text } = oracle.sassHover;
+    await openFromExplorer(page, file);
+    await clickEditor(page);
+    await goToLine(page, line + 1, column + 1);
+    const tabsBefore = await page.locator(".tabs-container .tab").count();
+    await runCommand(page, "ptxls: Show SASS for this kernel");
+    await waitFor(async () => (await page.locator(".tabs-container .tab").count()) > tabsBefore, "a new editor tab", SLOW);
+    await page.locator(".editor-group-container .monaco-editor .view-lines", { hasText: "SASS of" }).first().waitFor({ timeout: SLOW });
+    await shot(page, "show-sass");
+    // Close only the view's group (it is the active one): the PTX stays open in its own, since
+    // closing it would drop the server's SASS of it. Then hover one of its lines.
+    await runCommand(page, "View: Close Editor Group");
+    const hover = await showHover(page, file, line, column, text, "sass-hover");
+    await runCommand(page, "View: Close All Editor Groups");
+    return `an editor with the SASS of ${oracle.showSass.kernel}; ${hover}`;
+  });
+
   await step(`code action "${ACTION_TITLE}" creates vec_add.ptx`, async () => {
     if (!oracle.action) return skip(`the server offers no "${ACTION_TITLE}" code action in vec_add.cu (offers: ${oracle.actionTitles.join("; ") || "none"})`);
     const created = join(workspace, "vec_add.ptx");
@@ -480,6 +500,10 @@ async function askServer(workspace) {
         .then((result) => ({ ok: true, result }), (e) => ({ ok: false, error: e.message }));
     }
 
+    // ptxls.showSass (uri, kernel) on a clean PTX file, then the hover it feeds: the first
+    // instruction line whose hover lists SASS.
+    const { showSass, sassHover } = await askSass(probe, workspace, sm80Uri);
+
     const kernel = kernelNamePositions(cuText)[0];
     if (!kernel) throw new Error("vec_add.cu has no __global__ kernel");
     const actions =
@@ -500,6 +524,8 @@ async function askServer(workspace) {
       gpuHover,
       gpuTestSummary,
       showPtx,
+      showSass,
+      sassHover,
       hoverProbes: candidates.map((c) => `${c.file}:${c.line + 1}:${c.column + 1}`),
       action: match ? { ...kernel, kind: match.kind ?? "quickfix" } : null,
       actionTitles: actions.map((a) => a.title),
@@ -509,6 +535,25 @@ async function askServer(workspace) {
   } finally {
     await probe.close();
   }
+}
+
+async function askSass(probe, workspace, uri) {
+  const text = readFileSync(join(workspace, SM80_FILE), "utf8");
+  const entry = /\.entry\s+([A-Za-z_$][\w$]*)/.exec(text);
+  if (!entry) return { showSass: { ok: false, error: `no .entry in ${SM80_FILE}` }, sassHover: null };
+  const showSass = await probe
+    .request("workspace/executeCommand", { command: "ptxls.showSass", arguments: [uri, entry[1]] }, 120_000)
+    .then((result) => ({ ok: result?.ok === true, result, kernel: entry[1] }), (e) => ({ ok: false, error: e.message }));
+  if (!showSass.ok) return { showSass, sassHover: null };
+  const lines = text.split("\n");
+  for (let line = 0; line < lines.length; line++) {
+    if (!/^\s*(@!?%\w+\s+)?[a-z][\w.]*\s/.test(lines[line])) continue; // an instruction
+    const column = lines[line].search(/\S/);
+    const answer = await probe.request("textDocument/hover", { textDocument: { uri }, position: { line, character: column } });
+    const said = answer ? hoverText(answer) : "";
+    if (said.includes("**SASS**")) return { showSass, sassHover: { file: SM80_FILE, line, column, text: said.slice(said.indexOf("**SASS**")) } };
+  }
+  return { showSass, sassHover: null };
 }
 
 // The mistake is a register used past its declared range (`.reg .b32 %r<6>` and a use of %r6);
@@ -675,6 +720,8 @@ const README_SHOTS = {
   fixed: "vscode-fixed.png",
   "status-bar": "vscode-status-bar.png",
   hover: "vscode-hover.png",
+  "show-sass": "vscode-show-sass.png",
+  "sass-hover": "vscode-sass-hover.png",
   "gpu-hover": "vscode-gpu-test-hover.png",
   "code-action-menu": "vscode-code-action.png",
   lowered: "vscode-lowered.png",
