@@ -40,12 +40,22 @@ def add_parser(subparsers) -> None:  # noqa: ANN001 - argparse's private subpars
     p.add_argument("--nvcc", help="path of the nvcc to use for a .cu file")
     p.add_argument(
         "--timeout",
-        type=float,
+        type=_seconds,
         default=60.0,
         metavar="SECONDS",
         help="stop a tool after this long and exit 2 (default: 60)",
     )
     add_format_argument(p, json_alias=False)
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < seconds < 1e6:  # NaN and inf too: a run that never ends is not a timeout
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1e6 seconds: {text}")
+    return seconds
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,7 +82,7 @@ async def run_sass(args: argparse.Namespace) -> int:
         ptxas_path=args.ptxas,
         nvdisasm_path=args.nvdisasm,
         nvcc_path=args.nvcc,
-        timeout=args.timeout if args.timeout > 0 else 60.0,
+        timeout=args.timeout,
     )
     try:
         if is_triton:
@@ -114,12 +124,11 @@ def _print(report, args: argparse.Namespace) -> int:  # noqa: ANN001 - a SassRep
 
     fmt = chosen_format(args)
     if not report.ok:
-        timed_out = any("did not finish" in e or "failed:" in e for e in report.errors)
         if fmt == "json":
             print(json.dumps(to_json(report), indent=2))
         else:
             print("\n".join(report.errors), file=sys.stderr)
-        return EXIT_CANNOT_RUN if timed_out else EXIT_PROBLEMS
+        return EXIT_CANNOT_RUN if report.cannot_run else EXIT_PROBLEMS
     kernel = None
     if args.kernel:
         entry = report.find(args.kernel)

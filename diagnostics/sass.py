@@ -84,6 +84,8 @@ class SassReport:
     lines_map_to: str = "none"  # "ptx": PTX lines; "source": the .cu/.py too; "none": no lines
     entries: list[SassEntry] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # ptxas's words, lines of the original text
+    # the errors are not the text's fault: a tool timed out, crashed or is missing
+    cannot_run: bool = False
     tools: list[str] = field(default_factory=list)
     source_text: str | None = None
     source_name: str | None = None
@@ -140,6 +142,7 @@ async def sass_for_ptx(ptx_text: str, options: SassOptions = SassOptions()) -> S
     )
     if run.timed_out or run.returncode != 0 or run.cubin is None:
         report.errors = _ptxas_errors(run, lined, options.timeout)
+        report.cannot_run = run.timed_out or run.crashed
         return report
     usage = parse_ptxas_verbose(run.stderr + "\n" + run.stdout, arch)
     listing_run = await disassemble(run.cubin, disassembler, timeout=options.timeout)
@@ -147,6 +150,7 @@ async def sass_for_ptx(ptx_text: str, options: SassOptions = SassOptions()) -> S
         name = disassembler.tool.name
         said = listing_run.stderr.strip()[:2000] or f"exit status {listing_run.returncode}"
         report.errors = [f"{name} failed: {'timed out' if listing_run.timed_out else said}"]
+        report.cannot_run = True
         return report
     functions = (await asyncio.to_thread(parse_sass, listing_run.stdout)).functions
     report.entries = await asyncio.to_thread(_entries, functions, usage, lined, ptx_text)
@@ -259,6 +263,7 @@ async def sass_for_cuda(
             file_name=run.source_name,
             ptx_text="",
             errors=[timed_out] if run.result.timed_out else said.splitlines()[:50],
+            cannot_run=run.result.timed_out or run.result.crashed,
         )
     ptx = run.ptx.replace(run.temp_dir + "/", "")  # the .file names the user's file, not ours
     name = run.source_name

@@ -19,7 +19,14 @@ async def sass_for_triton(
     name = source_name(file_path)
     _build, result = await compile_kernel(text, kernel, file_path, arch, options.timeout)
     if not result.ok:
-        return SassReport(ok=False, arch=arch, file_name=name, ptx_text="", errors=[result.message])
+        return SassReport(
+            ok=False,
+            arch=arch,
+            file_name=name,
+            ptx_text="",
+            errors=[result.message],
+            cannot_run=result.no_triton or "did not finish" in result.message,
+        )
     ptx = result.ptx  # with its .debug_str section: the .loc lines' function_name labels are there
     ptx_options = replace(
         options,

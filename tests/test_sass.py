@@ -213,6 +213,8 @@ def test_cli_exit_codes():
     assert unknown.returncode == 2 and "has: vec_add" in unknown.stderr
     unreadable = _ptxls("no/such/file.ptx")
     assert unreadable.returncode == 2
+    too_slow = _ptxls("examples/vec_add.ptx", "--arch", "sm_90", "--timeout", "0.001")
+    assert too_slow.returncode == 2 and "did not finish within 0.001 s" in too_slow.stderr
 
 
 @pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton not installed")
