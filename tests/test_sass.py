@@ -230,3 +230,19 @@ def test_cli_on_a_triton_kernel():
     assert loads and all("tl.load" in text[n - 1] for n in loads)
     unknown = _ptxls("examples/vec_add_triton.py", "--kernel", "nope")
     assert unknown.returncode == 2 and "has: add_kernel" in unknown.stderr
+
+
+def test_registers_from_cuobjdump_when_ptxas_v_names_none(tmp_path):
+    """The fallback for a ptxas whose -v says less: cuobjdump -res-usage reads the cubin."""
+    from ptxls.diagnostics.sass import SassEntry, SassReport, _fill_missing_registers
+    from ptxls.toolchain.discovery import find_ptxas
+
+    cubin = tmp_path / "k.cubin"
+    subprocess.run(
+        [find_ptxas().path, "-arch=sm_90", "-o", cubin, VEC_ADD], check=True, capture_output=True
+    )
+    report = SassReport(ok=True, arch="sm_90", file_name="vec_add.ptx", ptx_text="")
+    report.entries = [SassEntry(name="vec_add", is_entry=True, instructions=[])]
+    asyncio.run(_fill_missing_registers(report, cubin.read_bytes(), SassOptions()))
+    with_v = _report(VEC_ADD.read_text(), file_name="vec_add.ptx", arch="sm_90")
+    assert report.entries[0].registers == with_v.entries[0].registers > 0
