@@ -62,7 +62,7 @@ async def race_check(ptx: str, kernel: str, spec, options: dict | None = None) -
         return _skipped(result.summary)
     races = [f for f in result.findings if f.tool == "racecheck"]
     if races:
-        return RaceCheck(True, False, f"racecheck: {races[0].text}"[:300],
+        return RaceCheck(True, False, races[0].text[:300],
                          race_feedback(kernel, races), findings=races, seconds=result.seconds)  # fmt: skip
     if result.status != "clean":
         # The sanitized run itself went wrong (timeout, a fault only under the tool): say so,

@@ -71,6 +71,18 @@ def test_a_missing_barrier_is_one_race_on_the_store_and_the_load():
     assert "line 42" in format_table(run.test) and "line 47" in failure_feedback(run.test)
 
 
+def test_a_race_seen_read_first_still_names_the_write_first():
+    """The second H200 run met the same race as write-after-read hazards (the read printed
+    first): the same finding, the store's line first."""
+    ptx = (PLANTED / "missing_barrier.ptx").read_text()
+    log = (DATA / "h200" / "swap_warps_no_barrier-racecheck-war.log").read_text()
+    report = parse_sanitizer_output(log, "racecheck")
+    assert report.records[0].hazard_type == "WAR" and report.records[0].accesses[0] == "Read"
+    [race] = findings_of(report, "swap_warps_no_barrier", "missing_barrier.ptx", ptx)
+    assert (race.line, race.other_line) == (42, 47)
+    assert "race between the write on line 42 and the read on line 47" in race.text
+
+
 def test_out_of_bounds_shared_accesses_land_on_their_lines():
     halo = planted_run("shared_oob.ptx", "stencil_no_halo", "memcheck")
     [read] = halo.findings  # the CUDA errors after it are notes, not places

@@ -53,14 +53,24 @@ def test_memcheck_out_of_bounds_shared_read_and_the_launch_failure_after_it():
     assert sorted(x.block for x in bad) == [(b, 0, 0) for b in range(4)]
     calls = [x for x in r.records if x.kind == sr.API_ERROR]
     assert len(calls) == 4 and "CUDA_ERROR_LAUNCH_FAILED from cuCtxSynchronize" in calls[0].details
-    # the worker died on the sticky error before compute-sanitizer printed a summary
+    # the worker ends itself on the sticky error; compute-sanitizer then says so and sums up
+    assert [x.message for x in r.tool_errors] == ["Target application returned an error"]
+    assert r.error_summary == 8 and not r.clean
+
+
+def test_a_log_cut_before_its_summary_still_reads():
+    """The first H200 run killed the sanitizer with the worker (no grace): no summary."""
+    r = log("stencil_no_halo-memcheck-killed.log", "memcheck")
+    assert len([x for x in r.records if x.kind == sr.INVALID_ACCESS]) == 4
     assert r.error_summary is None and not r.clean
 
 
 def test_memcheck_every_thread_past_the_tile_is_one_group():
     r = log("index_scaled_twice-memcheck.log", "memcheck")
-    assert len(r.records) == 100 and all(x.access == "write" for x in r.records)
-    [group] = sr.group_records(r.records)
+    assert len([x for x in r.records if x.kind == sr.INVALID_ACCESS]) == 100
+    assert all(x.access == "write" for x in r.records if x.kind == sr.INVALID_ACCESS)
+    assert (r.error_summary, r.not_printed) == (772, 672)  # 3 blocks x 192 threads + 4 calls
+    [group] = sr.group_records(r.findings[:100])
     assert group.count == 100 and group.first.lines == [("shared_oob.ptx", 88)]
     assert group.threads[0] == (64, 0, 0)  # tid * 16 passes the 1 KiB tile from thread 64 on
     assert group.address_range[0] == 0x800 and (group.addresses[1] - group.addresses[0]) == 16

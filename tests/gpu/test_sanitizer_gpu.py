@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ptxls.gputest.sanitize import SanitizeOptions, sanitize_ptx
+from ptxls.gputest.supervisor import Supervisor
 from ptxls.toolchain.discovery import ToolNotFound
 from ptxls.toolchain.sanitizer import find_sanitizer
 
@@ -37,8 +38,15 @@ pytestmark = [
 
 
 def sanitize(path: Path, kernel: str, *tools: str):
-    return asyncio.run(sanitize_ptx(path.read_text(), kernel, ptx_path=str(path),
-                                    options=SanitizeOptions(tools=tools)))  # fmt: skip
+    async def go():
+        probe = Supervisor()  # closed in this loop (a worker left to the GC warns at exit)
+        try:
+            return await sanitize_ptx(path.read_text(), kernel, ptx_path=str(path),
+                                      options=SanitizeOptions(tools=tools, probe=probe))  # fmt: skip
+        finally:
+            await probe.close()
+
+    return asyncio.run(go())
 
 
 def line_of(path: Path, tag: str) -> int:
