@@ -51,6 +51,7 @@ class BenchRow:
     pct_ceiling: float | None = None
     tflops: float | None = None
     flags: list[str] = field(default_factory=list)
+    rerun_ms: float | None = None  # the shortcut probe: launched on its own previous output
     baseline_note: str = ""  # when the nvcc build itself was wrong
     device: dict = field(default_factory=dict)
     load_path: str = ""
@@ -127,6 +128,7 @@ def row_from_report(report, path: str) -> BenchRow:
     t = case.timing or {}
     row.n = case.n
     row.flags = list(t.get("flags", []))
+    row.rerun_ms = t.get("rerun_ms")
     if case.suspicious:
         row.flags += [m for m in case.messages if m.startswith("suspicious")]
     row.time_ms, row.min_ms, row.max_ms, row.runs = (

@@ -151,6 +151,24 @@ def wrong_from_the_second_launch(dev, args):
 wrong_from_the_second_launch.calls = 0
 
 
+def skips_but_pays_for_its_blocks(dev, args):
+    """The H200's planted cheater: 131072 blocks that each read three floats and stop still cost
+    0.64x the honest launch (their own launch and exit), not 1 %."""
+    a, b, c, n = args
+    if dev.array(c, n)[n - 1] == dev.array(a, n)[n - 1] + dev.array(b, n)[n - 1]:
+        return 0.64 * n * NS_PER_ELEMENT
+    return honest(dev, args)
+
+
+def jittery_honest(dev, args):
+    """Honest, with launch-to-launch spread of a few percent (as on a real GPU)."""
+    jittery_honest.calls += 1
+    return honest(dev, args) * (1 + 0.03 * ((jittery_honest.calls * 7) % 5 - 2) / 2)
+
+
+jittery_honest.calls = 0
+
+
 def last_bits_differ(dev, args):
     """Like a look-back scan or a float atomic sum: right, but not the same bits every time."""
     a, b, c, n = args
@@ -238,3 +256,19 @@ def test_a_timed_output_that_differs_only_within_the_tolerance_is_right(dev):
     assert case["time_ms"] == pytest.approx(N * NS_PER_ELEMENT)
     assert not case["timing"].get("flags")
     assert dev.near_checks >= 10  # the launches whose bits differed from the verified one's
+
+
+def test_a_cheater_whose_reruns_still_cost_block_launches_is_flagged(dev):
+    case = _run(dev, skips_but_pays_for_its_blocks)
+    assert case["passed"], case["messages"]
+    assert case["time_ms"] == pytest.approx(N * NS_PER_ELEMENT)  # no speedup
+    [flag] = case["timing"]["flags"]
+    assert "1.6× faster when launched again on its own previous output" in flag
+
+
+def test_an_honest_kernel_with_launch_to_launch_spread_is_not_flagged(dev):
+    jittery_honest.calls = 0
+    case = _run(dev, jittery_honest)
+    assert case["passed"], case["messages"]
+    assert case["timing"]["min_ms"] < case["timing"]["max_ms"]  # the spread is there
+    assert not case["timing"].get("flags"), case["timing"]

@@ -6,7 +6,7 @@
 // Each block scans one 4096-element tile: a warp owns 512 consecutive elements, read as four
 // coalesced 16-byte loads per thread (chunk j of a warp = elements j*128 .. j*128+127). The
 // block's total is published at once as an "aggregate"; the block then walks back over its
-// predecessors' published values, 128 at a time, until it meets an "inclusive prefix", and
+// predecessors' published values, 32 at a time, until it meets an "inclusive prefix", and
 // publishes its own inclusive prefix. Tiles are handed out in launch order by an atomic
 // counter (state[0]), so every predecessor of a tile is already running: no deadlock.
 #include <cuda/atomic>
@@ -107,37 +107,23 @@ __global__ void __launch_bounds__(THREADS) scan_inclusive(const float* x, float*
             if (lane == 0) publish(&status[0], pack(FLAG_PREFIX, tile_total));
         } else {
             if (lane == 0) publish(&status[tile], pack(FLAG_AGGREGATE, tile_total));
-            // 128 predecessors per round trip to L2: lane l reads tiles window - l - 32m
-            int window = tile - 1;
+            int window = tile - 1;  // lane l looks at tile window - l
             while (true) {
-                unsigned long long word[4];
-                bool busy;
+                int t = window - lane;
+                unsigned long long word;
                 do {
-#pragma unroll
-                    for (int m = 0; m < 4; ++m) {
-                        int t = window - lane - 32 * m;
-                        word[m] = t >= 0 ? peek(&status[t]) : pack(FLAG_PREFIX, 0.0f);
-                    }
-                    bool empty = false;
-#pragma unroll
-                    for (int m = 0; m < 4; ++m) empty |= (word[m] >> 32) == 0;
-                    busy = __any_sync(0xffffffffu, empty);
-                } while (busy);
-                // entries up to the nearest inclusive prefix contribute (all when there is none)
-                float val = 0.0f;
-                bool open = true;
-#pragma unroll
-                for (int m = 0; m < 4; ++m) {
-                    unsigned prefix_lanes = __ballot_sync(0xffffffffu, (word[m] >> 32) == FLAG_PREFIX);
-                    unsigned upto = ((prefix_lanes & -prefix_lanes) << 1) - 1u;
-                    if (open && ((upto >> lane) & 1u)) val += __uint_as_float((unsigned)word[m]);
-                    open = open && prefix_lanes == 0;
-                }
+                    word = t >= 0 ? peek(&status[t])
+                                  : pack(FLAG_PREFIX, 0.0f);
+                } while (__any_sync(0xffffffffu, (word >> 32) == 0));
+                unsigned prefix_lanes = __ballot_sync(0xffffffffu, (word >> 32) == FLAG_PREFIX);
+                // lanes up to and including the nearest inclusive prefix contribute
+                int stop = prefix_lanes ? __ffs(prefix_lanes) - 1 : 31;
+                float val = lane <= stop ? __uint_as_float((unsigned)word) : 0.0f;
 #pragma unroll
                 for (int d = 16; d > 0; d >>= 1) val += __shfl_xor_sync(0xffffffffu, val, d);
                 exclusive += val;
-                if (!open) break;
-                window -= 128;
+                if (prefix_lanes) break;
+                window -= 32;
             }
             if (lane == 0) publish(&status[tile], pack(FLAG_PREFIX, exclusive + tile_total));
         }
