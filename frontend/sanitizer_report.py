@@ -134,7 +134,7 @@ def parse_sanitizer_output(text: str, tool: str = "") -> SanitizerReport:
     report = SanitizerReport(tool=tool, raw=text if isinstance(text, str) else "")
     try:
         _parse(report, report.raw)
-    except Exception as e:  # noqa: BLE001 - a reader never fails on the text it is given
+    except Exception as e:  # a reader never fails on the text it is given
         report.records.append(
             SanitizerRecord(tool, OTHER, INFO, f"ptxls could not read this output: {e!r}")
         )

@@ -44,7 +44,7 @@ async def race_check(ptx: str, kernel: str, spec, options: dict | None = None) -
         return _skipped("no test spec from the source")
     try:
         from ptxls.gputest.sanitize import SanitizeOptions, sanitize_ptx
-    except Exception as e:  # noqa: BLE001 - a harness that cannot import means no check
+    except Exception as e:  # a harness that cannot import means no check
         return _skipped(f"the GPU harness is unavailable: {type(e).__name__}: {e}")
     opts = dict(options or {})
     sanitize_opts = SanitizeOptions(
@@ -56,7 +56,7 @@ async def race_check(ptx: str, kernel: str, spec, options: dict | None = None) -
             ptx, kernel, spec=spec, reference_cuda=opts.get("reference_cuda"),
             reference_path=opts.get("reference_path"), options=sanitize_opts,
         )  # fmt: skip
-    except Exception as e:  # noqa: BLE001 - the check is extra: its failure is a note
+    except Exception as e:  # the check is extra: its failure is a note
         return _skipped(f"racecheck could not run: {type(e).__name__}: {e}")
     if result.status in ("no-gpu", "no-sanitizer"):
         return _skipped(result.summary)
