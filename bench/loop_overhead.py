@@ -33,13 +33,16 @@ import json
 import re
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from tool_counter import ReaderCounter, ToolCounter
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # tool_counter
 
-from lowering_common import ROOT, machine  # also puts tests/ on sys.path
+from tool_counter import ReaderCounter, ToolCounter  # noqa: E402
+
+from lowering_common import ROOT, machine  # noqa: E402
 
 
 def _unique(ptx: str, tag: str) -> str:

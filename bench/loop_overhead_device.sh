@@ -12,4 +12,7 @@ fi
 nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader 2>&1 | tee "$OUT/loop-overhead-$label-h200-nvidia-smi.txt"
 timeout 200 python3 bench/loop_overhead.py --label "$label" --repeats "${REPEATS:-5}" --name h200 --out-dir "$OUT" 2>&1 \
   | grep -v "sending the API key" | tee "$OUT/loop-overhead-$label-h200.txt"
-exit "${PIPESTATUS[0]}"
+rc=${PIPESTATUS[0]}
+# the path with no cubin yet (ptxls test FILE): the GPU test assembles the PTX itself
+timeout 60 python3 -m ptxls.cli test examples/vec_add.ptx 2>&1 | tee "$OUT/loop-overhead-$label-h200-cli-test.txt"
+exit "$rc"

@@ -45,6 +45,7 @@ class CheckResult:
     notes: list[str] = field(default_factory=list)  # things to tell the user once, not per line
     ran_tool: bool = True  # False when only in-process checks ran (e.g. save-only mode)
     usage: list = field(default_factory=list)  # resources.EntryUsage per function, with -v
+    cubin: bytes | None = None  # ptxas's output, with PtxCheckOptions.want_cubin
 
     @property
     def error_count(self) -> int:

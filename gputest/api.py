@@ -12,6 +12,7 @@ import asyncio
 import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from ptxls.frontend.cuda import find_kernels
@@ -42,7 +43,7 @@ from .triton_ref import paired_triton
 __all__ = [
     "run_gpu_test", "run_gpu_test_cuda", "run_gpu_test_file", "infer_spec_from_cuda",
     "spec_for_ptx", "gpu_available", "format_table", "failure_feedback", "TestReport",
-    "TestSpec", "CaseResult", "kernels_in",
+    "TestSpec", "CaseResult", "kernels_in", "GpuTestOptions",
 ]  # fmt: skip
 
 DEFAULT_TIMEOUT_S = 10.0  # per step: a launch that takes longer is treated as hung
@@ -79,6 +80,42 @@ def kernels_in(text: str, language: str) -> list[tuple[str, int, int]]:
     return [(k.name, k.line, k.col) for k in find_kernels(text)]
 
 
+@dataclass
+class GpuTestOptions:
+    """How one test runs, whatever the kernel's source (the keywords of ``run_gpu_test*``)."""
+
+    sizes: list[int] | None = None  # instead of the spec's
+    timeout_s: float = DEFAULT_TIMEOUT_S  # per step: a launch that takes longer is hung
+    supervisor: Supervisor | None = None  # None: the shared, warm worker
+    arch: str | None = None  # None: the device's (or the .target's variant of it, sm_90a)
+    ptxas: str | None = None
+    nvcc: str | None = None
+    seed: int | None = None  # None: the spec's, else a fresh one (reported)
+    time_it: bool = True
+    on_progress: Callable[[str], None] | None = None
+    trusted: bool = False  # the spec's expressions may use more than the whitelist
+    torch_baseline: bool = False  # also time the spec's bench.torch op (ptxls bench)
+    # a TritonBuild's JSON (frontend/triton.py): the Triton kernel itself, launched by Triton in
+    # the worker, is the reference (gputest/triton_ref.py)
+    triton_reference: dict | None = None
+
+
+@dataclass
+class KernelSource:
+    kind: str  # "ptx" or "cuda"
+    text: str
+    assembled: build.Assembled | None = None  # a cubin ptxas already made of ``text``
+
+    def target(self) -> str | None:
+        """The .target's sm_XX of PTX (from the caller's parse when it came assembled)."""
+        if self.kind != "ptx":
+            return None
+        return self.assembled.ptx_target if self.assembled else ptx_target(self.text)
+
+    def version(self) -> tuple[int, int] | None:
+        return self.assembled.ptx_version if self.assembled else ptx_version(self.text)
+
+
 async def run_gpu_test(
     ptx_text: str,
     kernel: str,
@@ -87,27 +124,19 @@ async def run_gpu_test(
     reference_cuda: str | None = None,
     reference_path: str | None = None,
     ptx_path: str | None = None,
-    sizes: list[int] | None = None,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-    supervisor: Supervisor | None = None,
-    arch: str | None = None,
-    ptxas: str | None = None,
-    nvcc: str | None = None,
-    seed: int | None = None,
-    time_it: bool = True,
-    on_progress: Callable[[str], None] | None = None,
-    trusted: bool = False,
     spec_path: str | None = None,
-    torch_baseline: bool = False,
-    triton_reference: dict | None = None,
+    assembled: build.Assembled | None = None,
+    **options,
 ) -> TestReport:
-    """Test ``kernel`` of ``ptx_text`` on the GPU. The spec comes from ``spec``, else
-    ``spec_path`` (``--spec FILE``), else a ``spec.json`` beside ``ptx_path`` that names this
-    kernel (the library's layout), else the paired CUDA (``reference_cuda`` or found beside
-    ``ptx_path``) and/or the PTX's ``@gputest`` annotation. The reference is ``reference_cuda``
-    compiled by nvcc, else the spec's numpy expression (with a spec.json's ``reference`` CUDA
-    timed beside it as the nvcc baseline), else the paired CUDA, else the kernel itself.
-    ``torch_baseline``: also time the spec's ``bench.torch`` op (``ptxls bench``)."""
+    """Test ``kernel`` of ``ptx_text`` on the GPU; ``options`` are ``GpuTestOptions`` fields.
+    The spec comes from ``spec``, else ``spec_path`` (``--spec FILE``), else a ``spec.json``
+    beside ``ptx_path`` that names this kernel (the library's layout), else the paired CUDA
+    (``reference_cuda`` or found beside ``ptx_path``) and/or the PTX's ``@gputest`` annotation.
+    The reference is ``reference_cuda`` compiled by nvcc, else the spec's numpy expression (with
+    a spec.json's ``reference`` CUDA timed beside it as the nvcc baseline), else the paired CUDA,
+    else the kernel itself. ``assembled``: the cubin ptxas already made of ``ptx_text`` (the
+    lowering loop's check), loaded instead of assembling again when its arch is the device's."""
+    opts = GpuTestOptions(**options)
     started = time.monotonic()
     resolution = SpecResolution(spec, [], reference_cuda, reference_path)
 
@@ -125,37 +154,35 @@ async def run_gpu_test(
         return resolution
 
     paired = None
-    if spec is None and reference_cuda is None and not spec_path and not triton_reference:
+    if spec is None and reference_cuda is None and not spec_path and not opts.triton_reference:
         # A PTX lowered from a Triton kernel (its header names the .py) is tested against the
         # Triton kernel itself (gputest/triton_ref.py).
         paired = await paired_triton(ptx_text, kernel, ptx_path)
     if paired is not None:
-        spec, problems, triton_reference = paired
+        spec, problems, opts.triton_reference = paired
         resolution = SpecResolution(spec, problems, None, None)
     elif spec is None:
         # Reads files and evaluates annotations (text from the repository): a worker thread,
         # never the event loop.
         resolution = await asyncio.to_thread(resolve)
-    report = await _run(
-        kernel_source=("ptx", ptx_text), kernel=kernel, resolution=resolution, sizes=sizes,
-        timeout_s=timeout_s, supervisor=supervisor, arch=arch, ptxas=ptxas, nvcc=nvcc, seed=seed,
-        time_it=time_it, on_progress=on_progress, explicit_cuda_ref=reference_cuda is not None,
-        trusted=trusted, torch_baseline=torch_baseline, triton_reference=triton_reference,
-    )  # fmt: skip
+    source = KernelSource("ptx", ptx_text, assembled)
+    report = await _run(source, kernel, resolution, opts, reference_cuda is not None)
     report.seconds = time.monotonic() - started
     return report
 
 
 async def run_gpu_test_cuda(
-    cuda_text: str, kernel: str, *, path: str = "", reference_cuda: str | None = None, **kw
+    cuda_text: str, kernel: str, *, path: str = "", reference_cuda: str | None = None, **options
 ) -> TestReport:
     """Test a ``__global__`` kernel compiled by nvcc against its annotation's numpy reference,
-    or a given reference CUDA, or (with neither) itself: then only self-consistency is checked."""
+    or a given reference CUDA, or (with neither) itself: then only self-consistency is checked.
+    ``options`` are ``GpuTestOptions`` fields."""
+    opts = GpuTestOptions(**options)
     started = time.monotonic()
     spec, problems = await asyncio.to_thread(infer_spec_from_cuda, cuda_text, kernel, path=path)
     resolution = SpecResolution(spec, problems, reference_cuda, None)
-    report = await _run(kernel_source=("cuda", cuda_text), kernel=kernel, resolution=resolution,
-                        explicit_cuda_ref=reference_cuda is not None, **kw)  # fmt: skip
+    source = KernelSource("cuda", cuda_text)
+    report = await _run(source, kernel, resolution, opts, reference_cuda is not None)
     report.seconds = time.monotonic() - started
     return report
 
@@ -186,60 +213,121 @@ async def run_gpu_test_file(
     return reports
 
 
+@dataclass
+class _Plan:
+    """One test, decided: what runs, against what, with which seed."""
+
+    source: KernelSource
+    kernel: str
+    spec: TestSpec
+    resolution: SpecResolution
+    opts: GpuTestOptions
+    ref_kind: str  # "cuda", "numpy", "triton" or "self"
+    with_baseline: bool  # a library spec.json: its reference.cu timed beside a numpy reference
+    seed: int
+
+    def builds(self, target: str) -> list:
+        opts, text = self.opts, self.source.text
+        if self.source.kind == "cuda":
+            jobs = [build.compile_cuda(text, self.kernel, target, nvcc=opts.nvcc)]
+        elif self.source.assembled is not None and self.source.assembled.arch == target:
+            jobs = [_ready(build.use_assembled(self.source.assembled))]
+        else:
+            jobs = [build.assemble_ptx(text, target, ptxas=opts.ptxas)]
+        if self.ref_kind == "cuda" or self.with_baseline:
+            ref = self.resolution.reference_source
+            jobs.append(build.compile_cuda(ref, self.kernel, target, nvcc=opts.nvcc))
+        return jobs
+
+
+async def _ready(built: build.Built) -> build.Built:
+    return built
+
+
 async def _run(
-    *, kernel_source, kernel, resolution: SpecResolution, sizes=None, timeout_s=DEFAULT_TIMEOUT_S,
-    supervisor=None, arch=None, ptxas=None, nvcc=None, seed=None, time_it=True, on_progress=None,
-    explicit_cuda_ref=False, trusted=False, torch_baseline=False, triton_reference=None,
-) -> TestReport:  # fmt: skip
+    source: KernelSource,
+    kernel: str,
+    resolution: SpecResolution,
+    opts: GpuTestOptions,
+    explicit_cuda_ref: bool,
+) -> TestReport:
+    plan = await _plan(source, kernel, resolution, opts, explicit_cuda_ref)
+    if isinstance(plan, TestReport):
+        return plan
+    report = TestReport(kernel, ERROR, sizes=list(plan.spec.sizes), seed=plan.seed)
+    sup = opts.supervisor or shared_supervisor()
+    on_device = await _build_on_device(plan, sup, report)
+    if on_device is None:
+        return report
+    built, target = on_device
+    try:
+        msg = _request(plan, built, report)
+        if msg is None:
+            return report
+        reply = await sup.request(msg, timeout_s=opts.timeout_s, on_progress=opts.on_progress)
+    finally:
+        built[0].discard()
+    _read_reply(report, reply, plan, f"{built[0].tool.split(' (')[0]} -arch={target}")
+    return report
+
+
+async def _plan(
+    source: KernelSource,
+    kernel: str,
+    resolution: SpecResolution,
+    opts: GpuTestOptions,
+    explicit_cuda_ref: bool,
+) -> _Plan | TestReport:
+    """The checked spec and what the test compares against; a SPEC_ERROR report when the spec
+    cannot run."""
     spec = resolution.spec
     if spec is None or resolution.problems:
         return TestReport(kernel, SPEC_ERROR, problems=resolution.problems,
                           summary="the test spec has problems; nothing ran")  # fmt: skip
     spec = TestSpec.from_dict(spec.to_dict())  # callers keep theirs unchanged
-    if sizes:
-        spec.sizes = list(sizes)
+    if opts.sizes:
+        spec.sizes = list(opts.sizes)
     # The spec is text from the repository: bounded, whitelisted, off the event loop.
-    problems = await asyncio.to_thread(check_spec, spec, trusted=trusted)
+    problems = await asyncio.to_thread(check_spec, spec, trusted=opts.trusted)
     if problems:
         return TestReport(kernel, SPEC_ERROR, problems=problems,
                           summary="the test spec has problems; nothing ran")  # fmt: skip
-    run_seed = (
-        seed
-        if seed is not None
+    seed = (
+        opts.seed
+        if opts.seed is not None
         else spec.seed
         if spec.seed is not None
         else random.randrange(1, 2**31)
     )
-    report = TestReport(kernel, ERROR, sizes=list(spec.sizes), seed=run_seed)
-    sup = supervisor or shared_supervisor()
-
-    kind, text = kernel_source
-    if triton_reference is not None:
-        ref_kind = "triton"  # the Triton kernel itself (gputest/triton_ref.py), launched by Triton
+    if opts.triton_reference is not None:
+        ref_kind = "triton"
     elif explicit_cuda_ref or (not spec.numpy_ref and resolution.reference_source):
         ref_kind = "cuda"
     elif spec.numpy_ref:
         ref_kind = "numpy"
     else:
         ref_kind = "self"
-    # A library spec.json: correctness against numpy, and its reference.cu's nvcc build timed
-    # beside (and checked against the same numpy reference) as the baseline.
     with_baseline = bool(ref_kind == "numpy" and spec.reference and resolution.reference_source)
+    return _Plan(source, kernel, spec, resolution, opts, ref_kind, with_baseline, seed)
 
-    def builds(target: str) -> list:
-        jobs = [build.assemble_ptx(text, target, ptxas=ptxas) if kind == "ptx"
-                else build.compile_cuda(text, kernel, target, nvcc=nvcc)]  # fmt: skip
-        if ref_kind == "cuda" or with_baseline:
-            jobs.append(build.compile_cuda(resolution.reference_source, kernel, target, nvcc=nvcc))
-        return jobs
 
-    # Start the worker (cold: ~1 s) and the builds (nvcc: ~0.4 s) at the same time. The arch is
-    # a guess until the worker names the device: the last device seen, the file's .target, or
-    # sm_90; a wrong guess is rebuilt (and cancelled builds kill their compilers).
-    file_target = ptx_target(text) if kind == "ptx" else None
-    guess = arch or _arch_for(file_target, (sup.device or {}).get("arch") or "sm_90")
+async def _build_on_device(
+    plan: _Plan, sup: Supervisor, report: TestReport
+) -> tuple[list, str] | None:
+    """The kernel's (and the reference's) builds for the device's arch, and that arch; None
+    when the report already says why nothing runs (no GPU, a build error).
+
+    The worker (cold: ~1 s) and the builds (nvcc: ~0.4 s) start at the same time. The arch is
+    a guess until the worker names the device: the last device seen, the file's .target, or
+    sm_90; a wrong guess is rebuilt (and cancelled builds kill their compilers)."""
+    file_target = plan.source.target()
+    arch = plan.opts.arch
+    last_seen = (sup.device or {}).get("arch")
+    assembled = plan.source.assembled
+    guess = arch or (assembled.arch if assembled and not last_seen else None)
+    guess = guess or _arch_for(file_target, last_seen or "sm_90")
     hello = asyncio.ensure_future(gpu_available(sup))
-    early = asyncio.ensure_future(asyncio.gather(*builds(guess)))
+    early = asyncio.ensure_future(asyncio.gather(*plan.builds(guess)))
     try:
         ok, why = await hello
     except BaseException:
@@ -248,7 +336,7 @@ async def _run(
     if not ok:
         await _discard(early)
         report.status, report.summary, report.seed = NO_GPU, why, None
-        return report
+        return None
     device = sup.device or {}
     report.device = device
     target = arch or _arch_for(file_target, device.get("arch", "sm_90"))
@@ -256,56 +344,67 @@ async def _run(
         built = await early
     else:
         await _discard(early)
-        built = await asyncio.gather(*builds(target))
+        built = await asyncio.gather(*plan.builds(target))
     kb = built[0]
-    kernel_req = {"name": kb.symbol or kernel, "cubin_path": kb.cubin_path, "assembler": kb.tool,
-                  "ptx": text if kind == "ptx" else None}  # fmt: skip
     if kb.cubin_path is None:
-        if kind == "ptx" and ("not found" in kb.error or "could not run" in kb.error):
+        if plan.source.kind == "ptx" and ("not found" in kb.error or "could not run" in kb.error):
             report.notes.append(f"{kb.error.splitlines()[0]} — using the driver JIT instead")
         else:
             report.status, report.summary = BUILD_ERROR, kb.error
-            return report
-    if ref_kind == "cuda":
-        rb = built[1]
-        if rb.cubin_path is None:
-            report.status, report.summary = BUILD_ERROR, f"the reference did not build: {rb.error}"
-            return report
-        ref_req = {"kind": "cuda", "name": rb.symbol, "cubin_path": rb.cubin_path}
-        where = (
-            Path(resolution.reference_path).name
-            if resolution.reference_path
-            else "the reference CUDA"
-        )
-        report.reference = f"nvcc -O3 {where} ({rb.tool.split(' (')[0]})"
-    elif ref_kind == "triton":
-        ref_req = {"kind": "triton", "build": triton_reference}
-        report.reference = f"the Triton kernel {triton_reference['kernel']}, launched by Triton"
-    elif ref_kind == "numpy":
-        ref_req = {"kind": "numpy", "expr": spec.numpy_ref, "trusted": trusted}
-        report.reference = f"numpy in float64: {spec.numpy_ref}"
-    else:
-        ref_req = {"kind": "self"}
-        report.reference = (
-            "none — the kernel against itself (self-consistency, poison and bounds only)"
-        )
-        report.notes.append(
-            "no independent reference: add '// @gputest ref: out = ...' or pair a .cu"
-        )
+            return None
+    return built, target
 
-    msg = {"op": "run", "spec": spec.to_dict(), "seed": run_seed, "time": time_it,
-           "kernel": kernel_req, "reference": ref_req}  # fmt: skip
-    if with_baseline:
+
+def _request(plan: _Plan, built: list, report: TestReport) -> dict | None:
+    """The worker's "run" request; None (and a BUILD_ERROR report) when a reference did not
+    build."""
+    kb, source = built[0], plan.source
+    kernel_req = {"name": kb.symbol or plan.kernel, "cubin_path": kb.cubin_path,
+                  "assembler": kb.tool, "ptx": source.text if source.kind == "ptx" else None}  # fmt: skip
+    if source.assembled is not None and source.assembled.globals is not None:
+        kernel_req["globals"] = source.assembled.globals  # the caller's parse: no scan there
+    if plan.ref_kind == "cuda" or plan.with_baseline:
         rb = built[1]
         if rb.cubin_path is None:
             report.status, report.summary = BUILD_ERROR, f"the reference did not build: {rb.error}"
-            return report
+            return None
+    ref_req = _reference(plan, built, report)
+    msg = {"op": "run", "spec": plan.spec.to_dict(), "seed": plan.seed,
+           "time": plan.opts.time_it, "kernel": kernel_req, "reference": ref_req}  # fmt: skip
+    if plan.with_baseline:
+        rb = built[1]
         msg["baseline"] = {"name": rb.symbol, "cubin_path": rb.cubin_path}
-        where = Path(resolution.reference_path or "reference.cu").name
+        where = Path(plan.resolution.reference_path or "reference.cu").name
         report.reference += f"; timed against nvcc -O3 {where} ({rb.tool.split(' (')[0]})"
-    if torch_baseline and (spec.bench or {}).get("torch"):
-        msg["torch"] = spec.bench["torch"]
-    reply = await sup.request(msg, timeout_s=timeout_s, on_progress=on_progress)
+    if plan.opts.torch_baseline and (plan.spec.bench or {}).get("torch"):
+        msg["torch"] = plan.spec.bench["torch"]
+    return msg
+
+
+def _reference(plan: _Plan, built: list, report: TestReport) -> dict:
+    """What the kernel is compared with, for the worker; says it in the report."""
+    spec = plan.spec
+    if plan.ref_kind == "cuda":
+        rb = built[1]
+        path = plan.resolution.reference_path
+        where = Path(path).name if path else "the reference CUDA"
+        report.reference = f"nvcc -O3 {where} ({rb.tool.split(' (')[0]})"
+        return {"kind": "cuda", "name": rb.symbol, "cubin_path": rb.cubin_path}
+    if plan.ref_kind == "triton":
+        build = plan.opts.triton_reference
+        report.reference = f"the Triton kernel {build['kernel']}, launched by Triton"
+        return {"kind": "triton", "build": build}
+    if plan.ref_kind == "numpy":
+        report.reference = f"numpy in float64: {spec.numpy_ref}"
+        return {"kind": "numpy", "expr": spec.numpy_ref, "trusted": plan.opts.trusted}
+    report.reference = "none — the kernel against itself (self-consistency, poison and bounds only)"
+    report.notes.append("no independent reference: add '// @gputest ref: out = ...' or pair a .cu")
+    return {"kind": "self"}
+
+
+def _read_reply(report: TestReport, reply, plan: _Plan, assembler: str) -> None:
+    """The worker's reply into the report: cases, load path, and the status in words.
+    ``assembler``: "ptxas 13.0 -arch=sm_90", what made the cubin."""
     report.worker_restarted = reply.restarted
     data = reply.data
     result = data.get("result") or {}
@@ -313,20 +412,20 @@ async def _run(
     report.copy_ceiling_gbps = result.get("copy_ceiling_gbps")
     load = result.get("load") or {}
     if load.get("path") == "cubin":
-        report.load_path = f"cubin from {kb.tool.split(' (')[0]} -arch={target}"
+        report.load_path = f"cubin from {assembler}"
     elif load.get("path"):
         report.load_path = "PTX through the driver JIT"
     report.jit_log = load.get("jit_log", "")
     report.notes += load.get("notes", [])
-    if kind == "ptx":
-        report.notes += isa_notes(ptx_version(text), device, report.load_path)
+    if plan.source.kind == "ptx":
+        report.notes += isa_notes(plan.source.version(), report.device, report.load_path)
     bad = report.failing_case
     if reply.timed_out:
         report.status = TIMEOUT
         step = f" while: {reply.last_progress}" if reply.last_progress else ""
-        report.summary = (f"timeout: no answer within {timeout_s:g} s{step} — the kernel is hung "
-                          "(infinite loop?); the worker was killed and will be replaced")  # fmt: skip
-        _mark_hung_case(report, reply.last_progress, spec)
+        report.summary = (f"timeout: no answer within {plan.opts.timeout_s:g} s{step} — the kernel "
+                          "is hung (infinite loop?); the worker was killed and will be replaced")  # fmt: skip
+        _mark_hung_case(report, reply.last_progress, plan.spec)
     elif reply.crashed:
         report.summary = (
             f"the GPU worker died during the test ({reply.stderr_tail}); it will be replaced"
@@ -347,7 +446,6 @@ async def _run(
         report.status = PASS if report.cases and all(c.passed for c in report.cases) else FAIL
         if bad is not None:
             report.summary = f"case n={bad.n}: " + "; ".join(bad.messages)
-    return report
 
 
 async def _discard(fut: asyncio.Future) -> None:

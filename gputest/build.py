@@ -32,6 +32,36 @@ class Built:
     error: str = ""  # why there is no cubin ("" when there is one)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    temporary: bool = False  # not in the warm cache: the caller removes it after the test
+
+    def discard(self) -> None:
+        if self.temporary and self.cubin_path:
+            shutil.rmtree(Path(self.cubin_path).parent, ignore_errors=True)
+
+
+@dataclass
+class Assembled:
+    """A cubin ptxas already made (the lowering loop's one ptxas run per candidate): the GPU test
+    loads it instead of assembling the PTX again. What the caller's parse of the PTX said comes
+    with it, so the test does not read the text again."""
+
+    cubin: bytes
+    arch: str  # the -arch it was assembled for; another target is assembled afresh
+    tool: str  # which ptxas made it, with its version
+    ptx_version: tuple[int, int] | None = None
+    ptx_target: str | None = None  # the .target's sm_XX
+    globals: list[str] | None = None  # module-scope .global variables (None: not known)
+
+
+def use_assembled(assembled: Assembled, tag: str = "kernel") -> Built:
+    """The prebuilt cubin as a build the worker can load (a file in this process's scratch)."""
+    out_dir = Path(tempfile.mkdtemp(prefix=f"{tag}-", dir=workdir()))
+    cubin = out_dir / f"{tag}.cubin"
+    try:
+        cubin.write_bytes(assembled.cubin)
+    except OSError as e:
+        return _failed(out_dir, assembled.tool, f"could not write the cubin: {e}")
+    return Built(str(cubin), assembled.tool, temporary=True)
 
 
 # Builds by (source hash, arch, tool): a warm re-test of unchanged text skips ptxas/nvcc (nvcc

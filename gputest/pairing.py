@@ -10,6 +10,7 @@ that disagrees with the ABI would launch garbage.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -143,23 +144,63 @@ def spec_for_ptx(
     return SpecResolution(spec, unique, reference_cuda, reference_path)
 
 
-_BITS = {".u64": 8, ".s64": 8, ".b64": 8, ".f64": 8, ".u32": 4, ".s32": 4, ".b32": 4, ".f32": 4,
-         ".u16": 2, ".s16": 2, ".b16": 2, ".f16": 2, ".bf16": 2, ".u8": 1, ".s8": 1, ".b8": 1}  # fmt: skip
+# bytes of a .param of each type; a type not here (a byte array "…[]", .pred) is not judged
+_PARAM_BYTES = {".u64": 8, ".s64": 8, ".b64": 8, ".f64": 8, ".u32": 4, ".s32": 4, ".b32": 4,
+                ".f32": 4, ".u16": 2, ".s16": 2, ".b16": 2, ".f16": 2, ".bf16": 2, ".u8": 1,
+                ".s8": 1, ".b8": 1}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ExpectedArg:
+    """What a caller passes in one parameter slot: enough to judge the ``.param`` that takes it."""
+
+    name: str
+    is_pointer: bool
+    size: int | None  # bytes; None when unknown (a struct, a template type): not judged
+    described: str  # "f32 (4 bytes)", "const float*": how messages name it
+
+
+@dataclass(frozen=True)
+class AbiMismatch:
+    index: int | None  # the parameter (0-based); None: the counts differ
+    got: str  # the .param type (or the entry's parameter count)
+    want: ExpectedArg | None = None
+
+
+def abi_mismatches(
+    param_types: Sequence[str], expected: Sequence[ExpectedArg]
+) -> list[AbiMismatch]:
+    """The one interface check, for the GPU test's spec and the lowering loop's candidates alike:
+    the same parameter count, and each ``.param`` as wide as what is passed in it (a pointer is
+    64-bit). Each caller words the mismatches for its reader."""
+    if len(param_types) != len(expected):
+        return [AbiMismatch(None, str(len(param_types)))]
+    out = []
+    for i, (t, want) in enumerate(zip(param_types, expected, strict=True)):
+        size = _PARAM_BYTES.get(t)
+        if size is not None and want.size is not None and size != want.size:
+            out.append(AbiMismatch(i, t, want))
+    return out
+
+
+def _spec_arg(p) -> ExpectedArg:
+    if p.is_pointer:
+        return ExpectedArg(p.name, True, 8, "a pointer (64-bit)")
+    size = DTYPES[p.dtype].itemsize if p.dtype in DTYPES else None
+    return ExpectedArg(p.name, False, size, f"{p.dtype} ({size} bytes)")
 
 
 def abi_problems(spec: TestSpec, entry) -> list[SpecProblem]:
     """The spec's parameters against the .entry's: same count, pointers 64-bit, scalar sizes."""
     at = dict(line=entry.line, col=entry.col, end_col=entry.col + len(entry.name))
-    if len(spec.params) != len(entry.param_types):
-        return [SpecProblem(
-            f"the spec has {len(spec.params)} parameters ({', '.join(p.name for p in spec.params)}) "
-            f"but .entry {entry.name} takes {len(entry.param_types)}", **at)]  # fmt: skip
+    expected = [_spec_arg(p) for p in spec.params]
     problems = []
-    for i, (p, t) in enumerate(zip(spec.params, entry.param_types, strict=True)):
-        size = _BITS.get(t)
-        want = 8 if p.is_pointer else DTYPES[p.dtype].itemsize if p.dtype in DTYPES else None
-        if size is not None and want is not None and size != want:
-            what = "a pointer (64-bit)" if p.is_pointer else f"{p.dtype} ({want} bytes)"
-            problems.append(SpecProblem(
-                f"parameter {i} ('{p.name}') is {what} in the spec but {t} in .entry {entry.name}", **at))  # fmt: skip
+    for m in abi_mismatches(entry.param_types, expected):
+        if m.index is None:
+            return [SpecProblem(
+                f"the spec has {len(spec.params)} parameters ({', '.join(p.name for p in spec.params)}) "
+                f"but .entry {entry.name} takes {len(entry.param_types)}", **at)]  # fmt: skip
+        problems.append(SpecProblem(
+            f"parameter {m.index} ('{m.want.name}') is {m.want.described} in the spec but {m.got} "
+            f"in .entry {entry.name}", **at))  # fmt: skip
     return problems

@@ -6,7 +6,8 @@ Requests:
   {"op": "hello"}  → {"ok": true, "device": {...}} or {"ok": false, "no_device": "why"}
   {"op": "run", "spec": {...}, "seed": 1, "time": true,
    "kernel": {"name": "vec_add", "cubin_path": "/tmp/x.cubin" | null, "ptx": "..." | null,
-              "assembler": "ptxas 13.5 (...)"},
+              "assembler": "ptxas 13.5 (...)", "globals": ["counter"] (optional: the module's
+              .global variables, when the parent has parsed the PTX)},
    "reference": {"kind": "cuda", "name": "_Z7vec_addPKfS0_Pfi", "cubin_path": "..."}
               | {"kind": "numpy", "expr": "c = a + b"} | {"kind": "self"},
    "baseline": {"name": "...", "cubin_path": "..."} (optional: nvcc build timed beside a numpy
@@ -97,7 +98,7 @@ class Worker:
                 base_mod = cd.load_cubin(Path(req["baseline"]["cubin_path"]).read_bytes())
                 modules.append(base_mod)
                 baseline_fn = cd.get_function(base_mod, req["baseline"]["name"])
-            state = ModuleState(modules[0], module_globals(req["kernel"].get("ptx") or ""))
+            state = ModuleState(modules[0], _globals_of(req["kernel"]))
             result = self.harness.run(req, kernel_fn, ref_fn, cases, state, baseline_fn)
             result["load"] = load
             result["device"] = self.ctx.info()
@@ -150,6 +151,13 @@ class Worker:
         load["notes"] = notes
         load["error"] = "; ".join(notes) or "no cubin and no PTX to load"
         return None, load
+
+
+def _globals_of(kernel: dict) -> list[str]:
+    """The module's .global variables: as the parent's parse found them, else from the PTX."""
+    if kernel.get("globals") is not None:
+        return list(kernel["globals"])
+    return module_globals(kernel.get("ptx") or "")
 
 
 def no_device_reason(e: BaseException) -> str:

@@ -36,7 +36,7 @@ import contextlib
 import inspect
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from ptxls.fewshot.library import Example
@@ -44,7 +44,7 @@ from ptxls.fewshot.library import Example
 from . import prompt
 from .extract import extract_ptx
 from .llm_client import LlmError
-from .perf import perf_feedback, resource_usage
+from .perf import Resources, perf_feedback
 from .ptx_check import (
     PtxasUnavailable,
     compile_check,
@@ -53,7 +53,7 @@ from .ptx_check import (
 )
 from .sources import SourceKernel
 from .transcript import Transcript
-from .verify import Verifier, VerifyResult, compile_only_verifier
+from .verify import Candidate, Verifier, VerifyResult, compile_only_verifier
 
 # errors that no other candidate or round can fix
 FATAL_LLM_ERRORS = ("config", "auth", "model", "unreachable", "rate_limit", "bad_request")
@@ -79,10 +79,6 @@ class RoundRecord:
     total_s: float = 0.0  # the whole round
     request_chars: int = 0  # size of the request sent this round
     fresh_start: bool = False  # this round began a new conversation (a change of tack)
-
-    @property
-    def overhead_s(self) -> float:
-        return max(self.total_s - self.llm_s, 0.0)
 
 
 @dataclass
@@ -114,6 +110,8 @@ class CandidateResult:
     warnings: list[str] = field(default_factory=list)
     temperature: float | None = None
     truncated: bool = False  # a reply was cut at the token limit
+    usage: Resources | None = None  # ptxas -v of the kept PTX, from the check that passed it
+    kernel: str = ""  # the kept PTX's entry (a request leaves the name to the model)
 
 
 @dataclass
@@ -128,14 +126,6 @@ class LoopResult:
     stop_reason: str = ""  # why nothing passed, in words
     never_answered: bool = False  # the endpoint failed every request: no reply was ever read
     warnings: list[str] = field(default_factory=list)
-
-    @property
-    def rounds_used(self) -> int:
-        return (
-            len(self.best.rounds)
-            if self.best
-            else max((len(c.rounds) for c in self.candidates), default=0)
-        )
 
     def report(self) -> str:
         lines = [self.message]
@@ -214,13 +204,6 @@ def strip_gputest_lines(ptx: str) -> tuple[str, list[str]]:
     return (_GPUTEST_LINE.sub("", ptx), found) if found else (ptx, [])
 
 
-def _extract(text: str, kernel: str | None, finish_reason: str | None):
-    try:
-        return extract_ptx(text, kernel, finish_reason=finish_reason)
-    except TypeError:  # an extractor without finish_reason
-        return extract_ptx(text, kernel)
-
-
 def _signature(rec: RoundRecord, messages: list[str]) -> str:
     """What makes two failures "the same": the outcome and its messages, register and line
     numbers ignored (``%f9`` and ``%f12`` undeclared is one mistake repeated)."""
@@ -244,37 +227,127 @@ def _accepts(fn, name: str) -> bool:
         return False
 
 
-async def _candidate(
-    index: int,
-    src: SourceKernel,
-    examples: list[Example],
-    client,
-    verifier: Verifier,
-    opts: LoopOptions,
-    transcript: Transcript,
-    progress: Progress,
-    deadline: float | None,
-) -> CandidateResult:
-    result = CandidateResult(index)
-    target = prompt.Target(opts.arch, opts.isa)
-    seed = None if opts.seed is None else opts.seed + index - 1
-    temperature = candidate_temperature(opts.temperature, index)
-    result.temperature = temperature
-    tag = f"candidate {index}"
-    first_tack = "" if index == 1 else prompt.TACKS[(index - 2) % len(prompt.TACKS)]
-    conversation = 0
-    chat_kw = {}
-    if _accepts(client.chat, "temperature"):
-        chat_kw["temperature"] = temperature
-    pass_deadline = deadline is not None and _accepts(client.chat, "deadline")
+@dataclass
+class _LoopContext:
+    """What every candidate of one loop shares."""
 
-    def start_conversation(extra: str, plan: bool = False) -> list[dict]:
-        nonlocal conversation
-        conversation += 1
+    src: SourceKernel
+    examples: list[Example]
+    client: object
+    verifier: Verifier
+    opts: LoopOptions
+    transcript: Transcript
+    progress: Progress
+    deadline: float | None
+
+
+@dataclass
+class _Failure:
+    """A check the candidate failed: the round's outcome and summary, what the model is told,
+    the messages that make two failures "the same", and how the attempt ranks (higher is
+    better: GPU-tested but wrong > ptxas-clean but untestable > fewest ptxas errors)."""
+
+    outcome: str
+    summary: str
+    feedback: str
+    messages: list[str]
+    rank: tuple[int, int]
+
+
+CandidateCheck = Callable[["_CandidateRun", RoundRecord, Candidate], Awaitable[_Failure | None]]
+
+
+async def _interface_check(
+    run: _CandidateRun, rec: RoundRecord, cand: Candidate
+) -> _Failure | None:
+    """The entry the GPU test will call, against the source kernel's parameters."""
+    iface = interface_problems(cand.module, cand.kernel, run.ctx.src.params)
+    if not iface:
+        return None
+    run.record("interface", rec, problems=iface)
+    feedback = "The PTX assembles, but cannot be tested as the source kernel:\n- " + "\n- ".join(
+        iface
+    )
+    return _Failure("interface", f"interface: {iface[0]}", feedback, iface, (1, 0))
+
+
+async def _verify_check(run: _CandidateRun, rec: RoundRecord, cand: Candidate) -> _Failure | None:
+    """The verifier: the GPU test on the cubin of the round's ptxas run, or the compile-only
+    stand-in that says why nothing was tested."""
+    run.progress(f"{run.tag}, round {rec.round}: ptxas ok; testing")
+    t_verify = time.monotonic()
+    verifier = run.ctx.verifier
+    if _accepts(verifier, "candidate"):
+        v = await verifier(cand.ptx, cand.kernel, candidate=cand)
+    else:
+        v = await verifier(cand.ptx, cand.kernel)
+    rec.verify_s = time.monotonic() - t_verify
+    run.record("verify", rec, ok=v.ok, tested=v.tested, summary=v.summary, feedback=v.feedback,
+               gpu=v.gpu, kernel_ms=v.kernel_ms)  # fmt: skip
+    run.round_verify = v
+    if v.ok:
+        return None
+    messages = [v.summary.split(":")[0] + ":" + (v.feedback[:80])]
+    return _Failure("gpu", v.summary, v.feedback, messages, (2, 0))
+
+
+async def _race_check(run: _CandidateRun, rec: RoundRecord, cand: Candidate) -> _Failure | None:
+    """compute-sanitizer racecheck on a candidate that passed its GPU test and uses .shared
+    memory or barriers (lowering/race_check.py); a race is fed back like a wrong result."""
+    from .race_check import check_candidate
+
+    v = run.round_verify
+    rc = await check_candidate(run.ctx.verifier, cand.ptx, cand.kernel,
+                               gpu_tested=bool(v and v.ok and v.tested))  # fmt: skip
+    run.record("racecheck", rec, ran=rc.ran, ok=rc.ok, summary=rc.summary, seconds=rc.seconds)
+    if rc.ok:
+        if v is not None and (rc.ran or "not GPU-tested" in rc.skipped):
+            v.summary += f"; {rc.summary}"  # the round's and the result's summary say it
+        return None
+    return _Failure("race", rc.summary, rc.feedback, [f.text[:120] for f in rc.findings], (2, 1))
+
+
+# What a candidate meets once ptxas has accepted it, in order; the first failure ends the round,
+# and a round whose checks all return None passes. Each check gets the round's Candidate (the
+# one parse, the cubin of the one ptxas run) and returns a _Failure or None.
+CANDIDATE_CHECKS: tuple[CandidateCheck, ...] = (_interface_check, _verify_check, _race_check)
+
+
+class _CandidateRun:
+    """One candidate: its conversation with the model and its rounds."""
+
+    def __init__(self, ctx: _LoopContext, index: int):
+        self.ctx = ctx
+        self.index = index
+        self.result = CandidateResult(index)
+        self.seed = None if ctx.opts.seed is None else ctx.opts.seed + index - 1
+        self.temperature = candidate_temperature(ctx.opts.temperature, index)
+        self.result.temperature = self.temperature
+        self.tag = f"candidate {index}"
+        self.conversation = 0
+        self.chat_kw: dict = {}
+        if _accepts(ctx.client.chat, "temperature"):
+            self.chat_kw["temperature"] = self.temperature
+        self.pass_deadline = ctx.deadline is not None and _accepts(ctx.client.chat, "deadline")
+        self.kernel = ctx.src.name
+        self.round_verify: VerifyResult | None = None
+
+    # ---- talking to the model
+
+    def progress(self, message: str) -> None:
+        self.ctx.progress(message)
+
+    def record(self, kind: str, rec: RoundRecord | None = None, **data) -> None:
+        where = {"round": rec.round} if rec is not None else {}
+        self.ctx.transcript.record(kind, candidate=self.index, **where, **data)
+
+    def start_conversation(self, extra: str, plan: bool = False) -> list[dict]:
+        self.conversation += 1
+        opts = self.ctx.opts
         base = prompt.first_messages(
-            src,
-            examples,
-            target,
+            self.ctx.src,
+            self.ctx.examples,
+            prompt.Target(opts.arch, opts.isa),
             file_name=opts.file_name,
             reference_ptx=opts.reference_ptx,
             plan=plan,
@@ -282,338 +355,333 @@ async def _candidate(
             extra=extra,
         )
         # the long, fixed part once per conversation; requests then record only what changed
-        transcript.record(
-            "prompt", candidate=index, conversation=conversation, messages=base, seed=seed
-        )
+        self.record("prompt", conversation=self.conversation, messages=base, seed=self.seed)
         return base
 
-    async def ask(messages: list[dict], base_len: int, round_no: int, purpose: str):
-        transcript.record(
-            "request",
-            candidate=index,
-            round=round_no,
-            conversation=conversation,
-            purpose=purpose,
-            temperature=chat_kw.get("temperature"),
-            new_messages=messages[base_len:],
-            chars=sum(len(m["content"]) for m in messages),
-        )
-        progress(f"{tag}, round {round_no}: asking the model")
+    async def ask(self, messages: list[dict], base_len: int, round_no: int, purpose: str):
+        self.ctx.transcript.record(
+            "request", candidate=self.index, round=round_no, conversation=self.conversation,
+            purpose=purpose, temperature=self.chat_kw.get("temperature"),
+            new_messages=messages[base_len:], chars=sum(len(m["content"]) for m in messages),
+        )  # fmt: skip
+        self.progress(f"{self.tag}, round {round_no}: asking the model")
+        try:
+            reply = await self._chat(messages, round_no)
+        except LlmError as e:
+            self.ctx.transcript.record("llm_error", candidate=self.index, round=round_no,
+                                       error_kind=e.kind, message=str(e))  # fmt: skip
+            raise
+        self.ctx.transcript.record(
+            "reply", candidate=self.index, round=round_no, purpose=purpose, model=reply.model,
+            text=reply.text, reasoning=getattr(reply, "reasoning", "") or "",
+            notes=list(getattr(reply, "notes", []) or []), finish_reason=reply.finish_reason,
+            attempts=reply.attempts, seconds=round(reply.seconds, 4), usage=reply.usage,
+        )  # fmt: skip
+        self.result.model = reply.model
+        return reply
+
+    async def _chat(self, messages: list[dict], round_no: int):
+        """One request, streamed, within the loop's time budget."""
         shown = [0]
 
         def on_text(chars: int) -> None:
             if chars - shown[0] >= 1000:  # every ~1000 characters, not every token
                 shown[0] = chars
-                progress(f"{tag}, round {round_no}: receiving ({chars} chars)")
+                self.progress(f"{self.tag}, round {round_no}: receiving ({chars} chars)")
 
         def on_retry(reason: str, wait: float) -> None:
-            transcript.record("retry", candidate=index, round=round_no, reason=reason, wait_s=wait)
-            progress(f"{tag}, round {round_no}: {reason}; retrying in {wait:.1f} s")
+            self.ctx.transcript.record("retry", candidate=self.index, round=round_no,
+                                       reason=reason, wait_s=wait)  # fmt: skip
+            self.progress(f"{self.tag}, round {round_no}: {reason}; retrying in {wait:.1f} s")
 
-        kw = dict(chat_kw)
-        if pass_deadline:
+        deadline = self.ctx.deadline
+        kw = dict(self.chat_kw)
+        if self.pass_deadline:
             kw["deadline"] = deadline
-        call = client.chat(messages, seed=seed, on_text=on_text, on_retry=on_retry, **kw)
+        call = self.ctx.client.chat(
+            messages, seed=self.seed, on_text=on_text, on_retry=on_retry, **kw
+        )
         try:
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    call.close()
-                    raise _BudgetSpent()
-                reply = await asyncio.wait_for(call, left)
-            else:
-                reply = await call
+            if deadline is None:
+                return await call
+            left = deadline - time.monotonic()
+            if left <= 0:
+                call.close()
+                raise _BudgetSpent()
+            return await asyncio.wait_for(call, left)
         except TimeoutError:
             raise _BudgetSpent() from None
-        except LlmError as e:
-            transcript.record(
-                "llm_error", candidate=index, round=round_no, error_kind=e.kind, message=str(e)
-            )
-            raise
-        transcript.record(
-            "reply",
-            candidate=index,
-            round=round_no,
-            purpose=purpose,
-            model=reply.model,
-            text=reply.text,
-            reasoning=getattr(reply, "reasoning", "") or "",
-            notes=list(getattr(reply, "notes", []) or []),
-            finish_reason=reply.finish_reason,
-            attempts=reply.attempts,
-            seconds=round(reply.seconds, 4),
-            usage=reply.usage,
-        )
-        result.model = reply.model
-        return reply
 
-    def keep_attempt(rec: RoundRecord, ptx: str, rank: tuple) -> None:
-        if result.best_attempt is None or rank > result.best_attempt.rank:
-            result.best_attempt = Attempt(index, rec.round, ptx, rec.summary, rank)
+    def keep_attempt(self, rec: RoundRecord, ptx: str, rank: tuple) -> None:
+        best = self.result.best_attempt
+        if best is None or rank > best.rank:
+            self.result.best_attempt = Attempt(self.index, rec.round, ptx, rec.summary, rank)
 
-    try:
-        plan_extra = prompt.with_plan(opts.plan_text) if opts.plan_text else ""
-        if opts.strategy == "plan" and not opts.plan_text:
-            base = start_conversation(first_tack, plan=True)
-            plan = await ask(base, len(base), 0, "plan")
-            result.plan = plan.text
-            plan_extra = prompt.with_plan(plan.text)
-        extra = "\n\n".join(x for x in (plan_extra, first_tack) if x)
-        base = start_conversation(extra)
-        messages = base
-        perf_done = 0
-        kernel = src.name
-        last_sig, repeats, tacks, fresh = "", 0, 0, False
-        history: list[str] = []
-        for round_no in range(1, opts.rounds + 1):
-            t0 = time.monotonic()
-            rec = RoundRecord(index, round_no, "", "", fresh_start=fresh)
-            rec.request_chars = sum(len(m["content"]) for m in messages)
-            fresh = False
-            reply = await ask(
-                messages, len(base), round_no, "ptx" if len(messages) == len(base) else "repair"
-            )
-            rec.llm_s = reply.seconds
-            length_cut = reply.finish_reason == "length"
-            result.truncated |= length_cut
-            ext = _extract(reply.text, src.name or None, reply.finish_reason)
-            problem_messages: list[str] = []
-            ext_notes = list(getattr(ext, "notes", []) or [])
-            ext_reasoning = getattr(ext, "reasoning", "") or ""
-            if ext_notes or ext_reasoning:
-                # <think> sections and the like: kept for the audit, never taken for the answer
-                transcript.record(
-                    "extract_notes",
-                    candidate=index,
-                    round=round_no,
-                    notes=ext_notes,
-                    reasoning=ext_reasoning,
-                )
-            ptx = ext.ptx
-            if ptx is not None:
-                ptx, dropped = strip_gputest_lines(ptx)
-                # the extractor may have dropped them already: what the reply carried counts
-                dropped = dropped or strip_gputest_lines(reply.text or "")[1]
-                if dropped:
-                    transcript.record(
-                        "ignored_gputest",
-                        candidate=index,
-                        round=round_no,
-                        lines=dropped,
+    # ---- one round
+
+    async def play_round(self, round_no: int, messages: list[dict], base_len: int, fresh: bool):
+        """Ask, read the reply, check what it holds. Returns the round's record and the reply."""
+        t0 = time.monotonic()
+        rec = RoundRecord(self.index, round_no, "", "", fresh_start=fresh)
+        rec.request_chars = sum(len(m["content"]) for m in messages)
+        purpose = "ptx" if len(messages) == base_len else "repair"
+        reply = await self.ask(messages, base_len, round_no, purpose)
+        rec.llm_s = reply.seconds
+        length_cut = reply.finish_reason == "length"
+        self.result.truncated |= length_cut
+        ext = extract_ptx(reply.text, self.ctx.src.name or None, finish_reason=reply.finish_reason)
+        ptx = self._candidate_ptx(rec, ext, reply)
+        if ptx is None or ext.incomplete:
+            messages_of_failure = self._not_a_candidate(rec, ext, reply, ptx)
+        else:
+            messages_of_failure = await self._check(rec, ptx, ext, length_cut)
+        rec.total_s = time.monotonic() - t0
+        if rec.outcome != "passed":
+            rec.signature = _signature(rec, messages_of_failure)
+        self.result.rounds.append(rec)
+        self.progress(f"{self.tag}, round {round_no}: {rec.summary}")
+        return rec, reply
+
+    def _candidate_ptx(self, rec: RoundRecord, ext, reply) -> str | None:
+        """The reply's PTX with any ``@gputest`` lines dropped (recorded), or None."""
+        notes, reasoning = list(ext.notes), ext.reasoning
+        if notes or reasoning:
+            # <think> sections and the like: kept for the audit, never taken for the answer
+            self.record("extract_notes", rec, notes=notes, reasoning=reasoning)
+        ptx = ext.ptx
+        if ptx is None:
+            return None
+        ptx, dropped = strip_gputest_lines(ptx)
+        # the extractor may have dropped them already: what the reply carried counts
+        dropped = dropped or strip_gputest_lines(reply.text or "")[1]
+        if dropped:
+            self.record("ignored_gputest", rec, lines=dropped,
                         why="a candidate never sets its own test: the spec comes from the source "
-                        "and the person only",
-                    )
-            if ptx is None or getattr(ext, "incomplete", False):
-                if getattr(ext, "incomplete", False):
-                    rec.outcome = "incomplete"
-                    rec.summary = f"not a candidate: {ext.problem or 'the reply elides code'}"
-                elif length_cut or ext.truncated:
-                    rec.outcome = "truncated"
-                    # only a finish_reason of "length" is the token limit; a reply cut by a
-                    # content filter or a dropped stream says so in ext.problem
-                    rec.summary = (
-                        f"no usable PTX: the reply was cut at the token limit ({LENGTH_HINT})"
-                        if length_cut
-                        else f"no usable PTX: {ext.problem or 'the reply was cut off'}"
-                    )
-                else:
-                    rec.outcome = "no_ptx"
-                    rec.summary = f"no PTX in the reply ({ext.problem})"
-                rec.feedback = (
-                    "I could not find PTX I can use in your reply: "
-                    + (ext.problem or "no PTX module")
-                    + (
-                        ". Your reply was cut off at the token limit: write a shorter reply "
-                        "(no explanation, just the module)"
-                        if length_cut
-                        else ""
-                    )
-                )
-                rec.feedback += (
-                    ". Reply with the complete PTX module inside one ```ptx fenced block."
-                )
-                transcript.record(
-                    "not_a_candidate",
-                    candidate=index,
-                    round=round_no,
-                    outcome=rec.outcome,
-                    reason=ext.problem,
-                    finish_reason=reply.finish_reason,
-                    ptx=ptx,
-                )
-                problem_messages = [rec.outcome]
-            else:
-                rec.ptx = ptx
-                try:
-                    t_check = time.monotonic()
-                    check = await compile_check(ptx, arch=opts.arch, ptxas_path=opts.ptxas_path)
-                    rec.check_s = time.monotonic() - t_check
-                except PtxasUnavailable as e:
-                    raise _Stop(f"cannot check candidates: {e}") from None
-                transcript.record(
-                    "ptxas",
-                    candidate=index,
-                    round=round_no,
-                    ok=check.ok,
-                    tool=check.tool,
-                    arch=check.arch,
-                    ptx=ptx,
-                    feedback=check.feedback,
-                    errors=[f"line {p.line + 1}: {p.message}" for p in check.errors],
-                )
-                kernel = src.name
-                if check.ok and not kernel:
-                    # a plain-language request may leave the name to the model: take its entry
-                    from ptxls.frontend.ptx import parse_ptx
+                        "and the person only")  # fmt: skip
+        return ptx
 
-                    entries = parse_ptx(ptx)[0].entries
-                    kernel = entries[0].name if entries else ""
-                iface = interface_problems(ptx, kernel, src.params) if check.ok else []
-                order = param_order_warning(ptx, kernel, src.params) if check.ok else ""
-                if order and order not in result.warnings:
-                    result.warnings.append(order)
-                    transcript.record("warning", candidate=index, round=round_no, warning=order)
-                if not check.ok:
-                    rec.outcome, rec.summary, rec.feedback = (
-                        "ptxas",
-                        check.summary(),
-                        check.feedback,
-                    )
-                    rec.errors = len(check.errors)
-                    if ext.truncated or length_cut:
-                        rec.feedback = (
-                            f"{ext.problem or 'Your reply was cut off at the token limit'}.\n\n"
-                            + rec.feedback
-                        )
-                    problem_messages = [p.message for p in check.errors]
-                    keep_attempt(rec, ptx, (0, -rec.errors, round_no))
-                elif iface:
-                    transcript.record("interface", candidate=index, round=round_no, problems=iface)
-                    rec.outcome = "interface"
-                    rec.summary = f"interface: {iface[0]}"
-                    rec.feedback = (
-                        "The PTX assembles, but cannot be tested as the source kernel:\n- "
-                        + "\n- ".join(iface)
-                    )
-                    problem_messages = iface
-                    keep_attempt(rec, ptx, (1, 0, round_no))
-                else:
-                    progress(f"{tag}, round {round_no}: ptxas ok; testing")
-                    t_verify = time.monotonic()
-                    v = await verifier(ptx, kernel)
-                    rec.verify_s = time.monotonic() - t_verify
-                    transcript.record(
-                        "verify",
-                        candidate=index,
-                        round=round_no,
-                        ok=v.ok,
-                        tested=v.tested,
-                        summary=v.summary,
-                        feedback=v.feedback,
-                        gpu=v.gpu,
-                        kernel_ms=v.kernel_ms,
-                    )
-                    if v.ok:
-                        rec.outcome, rec.summary = "passed", f"{check.summary()}; {v.summary}"
-                        prev = result.verify.kernel_ms if result.verify else None
-                        better = not result.passed or (
-                            v.kernel_ms is not None and prev is not None and v.kernel_ms < prev
-                        )
-                        if result.passed:  # a performance round: keep the faster one
-                            rec.summary += (
-                                "; faster, kept" if better else "; not faster, earlier PTX kept"
-                            )
-                        if better:
-                            result.ptx, result.verify, result.best_round = ptx, v, round_no
-                        result.passed = True
-                    else:
-                        rec.outcome, rec.summary, rec.feedback = "gpu", v.summary, v.feedback
-                        problem_messages = [v.summary.split(":")[0] + ":" + (v.feedback[:80])]
-                        keep_attempt(rec, ptx, (2, 0, round_no))
-                if order and rec.outcome != "passed":
+    def _not_a_candidate(self, rec: RoundRecord, ext, reply, ptx: str | None) -> list[str]:
+        length_cut = reply.finish_reason == "length"
+        if ext.incomplete:
+            rec.outcome = "incomplete"
+            rec.summary = f"not a candidate: {ext.problem or 'the reply elides code'}"
+        elif length_cut or ext.truncated:
+            rec.outcome = "truncated"
+            # only a finish_reason of "length" is the token limit; a reply cut by a content
+            # filter or a dropped stream says so in ext.problem
+            rec.summary = (
+                f"no usable PTX: the reply was cut at the token limit ({LENGTH_HINT})"
+                if length_cut
+                else f"no usable PTX: {ext.problem or 'the reply was cut off'}"
+            )
+        else:
+            rec.outcome = "no_ptx"
+            rec.summary = f"no PTX in the reply ({ext.problem})"
+        shorter = (
+            ". Your reply was cut off at the token limit: write a shorter reply "
+            "(no explanation, just the module)"
+        )
+        rec.feedback = (
+            "I could not find PTX I can use in your reply: "
+            + (ext.problem or "no PTX module")
+            + (shorter if length_cut else "")
+            + ". Reply with the complete PTX module inside one ```ptx fenced block."
+        )
+        self.record("not_a_candidate", rec, outcome=rec.outcome, reason=ext.problem,
+                    finish_reason=reply.finish_reason, ptx=ptx)  # fmt: skip
+        return [rec.outcome]
+
+    async def _compile(self, rec: RoundRecord, ptx: str):
+        """The round's one ptxas run: diagnostics, -v usage and (for a GPU test) the cubin."""
+        opts = self.ctx.opts
+        want_cubin = bool(getattr(self.ctx.verifier, "wants_cubin", False))
+        try:
+            t_check = time.monotonic()
+            check = await compile_check(
+                ptx, arch=opts.arch, ptxas_path=opts.ptxas_path, want_cubin=want_cubin
+            )
+            rec.check_s = time.monotonic() - t_check
+        except PtxasUnavailable as e:
+            raise _Stop(f"cannot check candidates: {e}") from None
+        self.record("ptxas", rec, ok=check.ok, tool=check.tool, arch=check.arch, ptx=ptx,
+                    feedback=check.feedback,
+                    errors=[f"line {p.line + 1}: {p.message}" for p in check.errors])  # fmt: skip
+        return check
+
+    async def _check(self, rec: RoundRecord, ptx: str, ext, length_cut: bool) -> list[str]:
+        """ptxas, then CANDIDATE_CHECKS in order. Returns the failure's messages."""
+        rec.ptx = ptx
+        check = await self._compile(rec, ptx)
+        if not check.ok:
+            rec.outcome, rec.summary, rec.feedback = "ptxas", check.summary(), check.feedback
+            rec.errors = len(check.errors)
+            if ext.truncated or length_cut:
+                cut = ext.problem or "Your reply was cut off at the token limit"
+                rec.feedback = f"{cut}.\n\n" + rec.feedback
+            self.keep_attempt(rec, ptx, (0, -rec.errors, rec.round))
+            return [p.message for p in check.errors]
+        kernel = self.ctx.src.name
+        if not kernel:
+            # a plain-language request may leave the name to the model: take its entry
+            kernel = check.module.entries[0].name if check.module.entries else ""
+        self.kernel = kernel
+        order = param_order_warning(check.module, kernel, self.ctx.src.params)
+        if order and order not in self.result.warnings:
+            self.result.warnings.append(order)
+            self.record("warning", rec, warning=order)
+        cand = Candidate(ptx, kernel, check.module, check.cubin, check.arch, check.tool)
+        self.round_verify = None
+        for step in CANDIDATE_CHECKS:
+            failure = await step(self, rec, cand)
+            if failure is not None:
+                rec.outcome, rec.summary = failure.outcome, failure.summary
+                rec.feedback = failure.feedback
+                self.keep_attempt(rec, ptx, (*failure.rank, rec.round))
+                if order:
                     rec.feedback += f"\n\nWarning: {order}."
-            rec.total_s = time.monotonic() - t0
-            if rec.outcome != "passed":
-                rec.signature = _signature(rec, problem_messages)
-            result.rounds.append(rec)
-            progress(f"{tag}, round {round_no}: {rec.summary}")
+                return failure.messages
+        self._passed(rec, ptx, check)
+        return []
+
+    def _passed(self, rec: RoundRecord, ptx: str, check) -> None:
+        v = self.round_verify
+        result = self.result
+        rec.outcome, rec.summary = "passed", f"{check.summary()}; {v.summary}"
+        prev = result.verify.kernel_ms if result.verify else None
+        better = not result.passed or (
+            v.kernel_ms is not None and prev is not None and v.kernel_ms < prev
+        )
+        if result.passed:  # a performance round: keep the faster one
+            rec.summary += "; faster, kept" if better else "; not faster, earlier PTX kept"
+        if better:
+            result.ptx, result.verify, result.best_round = ptx, v, rec.round
+            result.kernel = self.kernel
+            # the resource usage of the kept PTX, from the same ptxas run (ptxas -v)
+            result.usage = check.resources(self.kernel or None)
+        result.passed = True
+
+    # ---- the rounds
+
+    async def run(self) -> CandidateResult:
+        result = self.result
+        opts = self.ctx.opts
+        first_tack = "" if self.index == 1 else prompt.TACKS[(self.index - 2) % len(prompt.TACKS)]
+        try:
+            plan_extra = prompt.with_plan(opts.plan_text) if opts.plan_text else ""
+            if opts.strategy == "plan" and not opts.plan_text:
+                base = self.start_conversation(first_tack, plan=True)
+                plan = await self.ask(base, len(base), 0, "plan")
+                result.plan = plan.text
+                plan_extra = prompt.with_plan(plan.text)
+            extra = "\n\n".join(x for x in (plan_extra, first_tack) if x)
+            await self._rounds(self.start_conversation(extra), plan_extra)
+            return result
+        except _BudgetSpent:
+            result.error = f"time budget spent ({BUDGET_HINT})"
+            self.record("budget_spent", round=len(result.rounds) + 1)
+            return result
+        except LlmError as e:
+            if e.kind in FATAL_LLM_ERRORS:
+                raise _Stop(str(e), answered=_answered([result])) from e
+            result.error = f"LLM request failed: {e}"
+            result.rounds.append(
+                RoundRecord(self.index, len(result.rounds) + 1, "llm_error", str(e))
+            )
+            return result
+
+    async def _rounds(self, base: list[dict], plan_extra: str) -> None:
+        opts, result = self.ctx.opts, self.result
+        messages = base
+        stuck = _StuckWatch()
+        perf_done, fresh = 0, False
+        for round_no in range(1, opts.rounds + 1):
+            rec, reply = await self.play_round(round_no, messages, len(base), fresh)
+            fresh = False
             if result.passed:
-                v = result.verify
-                wants_perf = (
-                    opts.optimize
-                    and perf_done < opts.perf_rounds
-                    and round_no < opts.rounds
-                    and rec.outcome == "passed"
-                    and v is not None
-                    and v.tested
-                    and v.kernel_ms is not None
-                )
-                if not wants_perf:
-                    return result
-                usage = await resource_usage(
-                    result.ptx, kernel, arch=opts.arch, ptxas_path=opts.ptxas_path
-                )
-                ask_faster = perf_feedback(usage, v.kernel_ms, v.reference_ms, result.ptx)
-                transcript.record(
-                    "perf",
-                    candidate=index,
-                    round=round_no,
-                    resources=usage.text(),
-                    feedback=ask_faster,
-                )
-                progress(f"{tag}, round {round_no}: passed; asking for a faster version")
-                messages = base + [
-                    {"role": "assistant", "content": f"```ptx\n{result.ptx.strip()}\n```"},
-                    {"role": "user", "content": ask_faster},
-                ]
+                if not self._wants_faster(rec, round_no, perf_done):
+                    return
+                messages = base + self._ask_faster(round_no)
                 perf_done += 1
                 continue
-            # the same failure as the round before: change tack once, then stop
-            history.append(f"- round {round_no}: {rec.summary}")
-            repeats = repeats + 1 if rec.signature == last_sig else 0
-            last_sig = rec.signature
-            if repeats >= 1 and (tacks >= 1 or round_no < opts.rounds):
-                if tacks >= 1:
-                    words = _STUCK_WORDS.get(rec.outcome, "the same failure every round")
-                    result.error = (
-                        f"stopped after round {round_no}: {words}, even after a fresh start "
-                        f"({rec.summary})"
-                    )
-                    transcript.record("stuck", candidate=index, round=round_no, reason=result.error)
-                    return result
-                tacks += 1
-                tack = prompt.TACKS[(index - 1 + tacks) % len(prompt.TACKS)]
-                temperature = round(min(1.0, (temperature or 0.1) + 0.3), 2)
-                if "temperature" in chat_kw:
-                    chat_kw["temperature"] = temperature
-                summary = "\n".join(history[-3:]) + "\n\nLast feedback:\n" + rec.feedback[:1500]
-                extra = "\n\n".join(x for x in (plan_extra, prompt.fresh_start(summary, tack)) if x)
-                transcript.record(
-                    "change_tack",
-                    candidate=index,
-                    round=round_no,
-                    temperature=temperature,
-                    tack=tack,
-                    why=f"round {round_no} failed like round {round_no - 1}: {rec.summary}",
-                )
-                progress(f"{tag}: same failure twice; starting afresh with another approach")
-                base = start_conversation(extra)
-                messages, fresh, repeats, last_sig = base, True, 0, rec.signature
+            stuck.history.append(f"- round {round_no}: {rec.summary}")
+            if stuck.again(rec) and (stuck.tacks >= 1 or round_no < opts.rounds):
+                if stuck.tacks >= 1:
+                    self._give_up(rec)
+                    return
+                base = self._change_tack(rec, stuck, plan_extra)
+                messages, fresh = base, True
                 continue
             if round_no < opts.rounds:
                 messages = prompt.repair_messages(base, rec.ptx, reply.text, rec.feedback)
         result.error = f"no passing PTX after {opts.rounds} rounds"
-        return result
-    except _BudgetSpent:
-        result.error = f"time budget spent ({BUDGET_HINT})"
-        transcript.record("budget_spent", candidate=index, round=len(result.rounds) + 1)
-        return result
-    except LlmError as e:
-        if e.kind in FATAL_LLM_ERRORS:
-            raise _Stop(str(e), answered=_answered([result])) from e
-        result.error = f"LLM request failed: {e}"
-        result.rounds.append(RoundRecord(index, len(result.rounds) + 1, "llm_error", str(e)))
-        return result
+
+    def _wants_faster(self, rec: RoundRecord, round_no: int, perf_done: int) -> bool:
+        opts, v = self.ctx.opts, self.result.verify
+        return (
+            opts.optimize
+            and perf_done < opts.perf_rounds
+            and round_no < opts.rounds
+            and rec.outcome == "passed"
+            and v is not None
+            and v.tested
+            and v.kernel_ms is not None
+        )
+
+    def _ask_faster(self, round_no: int) -> list[dict]:
+        """The passing PTX back to the model with a concrete ask, from the usage its own ptxas
+        run reported (no second ptxas run) and its time against the reference."""
+        result, v = self.result, self.result.verify
+        usage = result.usage or Resources()
+        ask_faster = perf_feedback(usage, v.kernel_ms, v.reference_ms, result.ptx)
+        self.record("perf", round=round_no, resources=usage.text(), feedback=ask_faster)
+        self.progress(f"{self.tag}, round {round_no}: passed; asking for a faster version")
+        return [
+            {"role": "assistant", "content": f"```ptx\n{result.ptx.strip()}\n```"},
+            {"role": "user", "content": ask_faster},
+        ]
+
+    def _give_up(self, rec: RoundRecord) -> None:
+        words = _STUCK_WORDS.get(rec.outcome, "the same failure every round")
+        self.result.error = (
+            f"stopped after round {rec.round}: {words}, even after a fresh start ({rec.summary})"
+        )
+        self.record("stuck", rec, reason=self.result.error)
+
+    def _change_tack(self, rec: RoundRecord, stuck: _StuckWatch, plan_extra: str) -> list[dict]:
+        """The same failure as the round before: a fresh conversation with a summary of what
+        failed, another approach and a higher temperature."""
+        stuck.tacks += 1
+        tack = prompt.TACKS[(self.index - 1 + stuck.tacks) % len(prompt.TACKS)]
+        self.temperature = round(min(1.0, (self.temperature or 0.1) + 0.3), 2)
+        if "temperature" in self.chat_kw:
+            self.chat_kw["temperature"] = self.temperature
+        summary = "\n".join(stuck.history[-3:]) + "\n\nLast feedback:\n" + rec.feedback[:1500]
+        extra = "\n\n".join(x for x in (plan_extra, prompt.fresh_start(summary, tack)) if x)
+        self.record("change_tack", rec, temperature=self.temperature, tack=tack,
+                    why=f"round {rec.round} failed like round {rec.round - 1}: {rec.summary}")  # fmt: skip
+        self.progress(f"{self.tag}: same failure twice; starting afresh with another approach")
+        base = self.start_conversation(extra)
+        stuck.repeats = 0
+        return base
+
+
+@dataclass
+class _StuckWatch:
+    """Whether the candidate fails the same way round after round."""
+
+    last_signature: str = ""
+    repeats: int = 0
+    tacks: int = 0  # fresh starts so far
+    history: list[str] = field(default_factory=list)
+
+    def again(self, rec: RoundRecord) -> bool:
+        self.repeats = self.repeats + 1 if rec.signature == self.last_signature else 0
+        self.last_signature = rec.signature
+        return self.repeats >= 1
+
+
+async def _candidate(index: int, ctx: _LoopContext) -> CandidateResult:
+    return await _CandidateRun(ctx, index).run()
 
 
 def _answered(candidates: list[CandidateResult]) -> bool:
@@ -650,6 +718,16 @@ def _stop_reason(candidates: list[CandidateResult], budget_spent: bool) -> str:
     return why
 
 
+@dataclass
+class _Finished:
+    """How the candidates ended: their results, and whether a fatal error or a cancel cut in."""
+
+    results: list[CandidateResult] = field(default_factory=list)
+    stop_message: str = ""
+    stop_answered: bool = False
+    cancelled: bool = False
+
+
 async def run_loop(
     src: SourceKernel,
     *,
@@ -665,8 +743,7 @@ async def run_loop(
     candidate and is recorded; task cancellation is re-raised, ``cancel`` returns a result."""
     verifier = verifier or compile_only_verifier("no GPU verifier configured")
     say = progress or (lambda _m: None)
-    started = time.monotonic()
-    deadline = started + opts.budget_s if opts.budget_s else None
+    deadline = time.monotonic() + opts.budget_s if opts.budget_s else None
     transcript.record(
         "start",
         kernel=src.name,
@@ -679,40 +756,52 @@ async def run_loop(
         },
         examples=[e.name for e in examples],
     )
-    tasks = {
-        asyncio.create_task(
-            _candidate(i, src, examples, client, verifier, opts, transcript, say, deadline),
-            name=f"candidate-{i}",
-        ): i
-        for i in range(1, opts.candidates + 1)
-    }
-    done_results: list[CandidateResult] = []
-    stop_message = ""
-    stop_answered = False
+    ctx = _LoopContext(src, examples, client, verifier, opts, transcript, say, deadline)
+    finished = await _run_candidates(ctx, cancel)
+    budget_spent = deadline is not None and time.monotonic() >= deadline
+    result = _loop_result(ctx, finished, budget_spent)
+    result.warnings = sorted({w for c in finished.results for w in c.warnings})
+    transcript.record(
+        "end",
+        ok=result.ok,
+        message=result.message,
+        stop_reason=result.stop_reason,
+        best_attempt=result.attempt.describe() if result.attempt else None,
+        warnings=result.warnings,
+    )
+    return result
+
+
+async def _run_candidates(ctx: _LoopContext, cancel: asyncio.Event | None) -> _Finished:
+    """All candidates side by side, until the first passes (all of them when optimizing), a
+    fatal error stops them, or ``cancel`` is set; the rest are cancelled and awaited."""
+    tasks = [
+        asyncio.create_task(_candidate(i, ctx), name=f"candidate-{i}")
+        for i in range(1, ctx.opts.candidates + 1)
+    ]
+    out = _Finished()
     cancel_wait = asyncio.create_task(cancel.wait()) if cancel else None
-    cancelled = False
     try:
         pending = set(tasks)
         while pending:
             waiting = pending | ({cancel_wait} if cancel_wait else set())
-            finished, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-            if cancel_wait in finished:
-                cancelled = True
+            done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            if cancel_wait in done:
+                out.cancelled = True
                 break
-            for t in finished:
+            for t in done:
                 pending.discard(t)
                 exc = t.exception()
                 if isinstance(exc, _Stop):
-                    stop_message = exc.message
-                    stop_answered = exc.answered
+                    out.stop_message, out.stop_answered = exc.message, exc.answered
                 elif exc is not None:
                     raise exc
                 else:
-                    done_results.append(t.result())
-            if stop_message or (not opts.optimize and any(c.passed for c in done_results)):
+                    out.results.append(t.result())
+            if out.stop_message or (not ctx.opts.optimize and any(c.passed for c in out.results)):
                 break
     except asyncio.CancelledError:
-        transcript.record("cancelled", by="task")
+        ctx.transcript.record("cancelled", by="task")
         raise
     finally:
         for t in tasks:
@@ -722,54 +811,40 @@ async def run_loop(
         for t in tasks:
             with contextlib.suppress(BaseException):
                 await t
-    best = _pick(done_results, opts.optimize)
-    warnings = sorted({w for c in done_results for w in c.warnings})
-    budget_spent = deadline is not None and time.monotonic() >= deadline
-    if cancelled:
-        transcript.record("cancelled", by="request")
-        result = LoopResult(False, None, done_results, "cancelled", cancelled=True, kernel=src.name)
-    elif stop_message:
-        result = LoopResult(False, None, done_results, stop_message, kernel=src.name)
-        result.attempt = _best_attempt(done_results)
-        result.stop_reason = stop_message
+    return out
+
+
+def _loop_result(ctx: _LoopContext, finished: _Finished, budget_spent: bool) -> LoopResult:
+    """The loop's verdict in words: passed, cancelled, stopped (and why), or the best attempt."""
+    done, kernel, opts = finished.results, ctx.src.name, ctx.opts
+    best = _pick(done, opts.optimize)
+    if finished.cancelled:
+        ctx.transcript.record("cancelled", by="request")
+        return LoopResult(False, None, done, "cancelled", cancelled=True, kernel=kernel)
+    if finished.stop_message:
+        result = LoopResult(False, None, done, finished.stop_message, kernel=kernel)
+        result.attempt = _best_attempt(done)
+        result.stop_reason = finished.stop_message
         # an endpoint that refused before any reply (key, model, a 400 naming nothing we can
         # change): the lowering could not run, which is not "the model failed"
-        result.never_answered = not stop_answered and not _answered(done_results)
-    elif best:
+        result.never_answered = not finished.stop_answered and not _answered(done)
+        return result
+    if best:
         v = best.verify
         tested = v.summary if v else "not GPU-tested"
         verb = "passed" if v and v.tested else "is ptxas-clean"
-        result = LoopResult(
-            True,
-            best,
-            done_results,
-            f"candidate {best.index} {verb} in round {len(best.rounds)}: {tested}",
-            kernel=src.name,
-        )
-    elif done_results and all(c.error.startswith("LLM request failed") for c in done_results):
+        message = f"candidate {best.index} {verb} in round {len(best.rounds)}: {tested}"
+        return LoopResult(True, best, done, message, kernel=kernel)
+    if done and all(c.error.startswith("LLM request failed") for c in done):
         # the model never answered: say why, not "no candidate passed"
-        result = LoopResult(False, None, done_results, done_results[0].error, kernel=src.name)
-        result.stop_reason = "endpoint errors: " + done_results[0].error
-        result.attempt = _best_attempt(done_results)
-        result.never_answered = not _answered(done_results)
-    else:
-        why = _stop_reason(done_results, budget_spent)
-        result = LoopResult(
-            False,
-            None,
-            done_results,
-            f"no candidate passed ({opts.candidates} candidates x {opts.rounds} rounds): {why}",
-            kernel=src.name,
-        )
-        result.stop_reason = why
-        result.attempt = _best_attempt(done_results)
-    result.warnings = warnings
-    transcript.record(
-        "end",
-        ok=result.ok,
-        message=result.message,
-        stop_reason=result.stop_reason,
-        best_attempt=result.attempt.describe() if result.attempt else None,
-        warnings=warnings,
-    )
+        result = LoopResult(False, None, done, done[0].error, kernel=kernel)
+        result.stop_reason = "endpoint errors: " + done[0].error
+        result.attempt = _best_attempt(done)
+        result.never_answered = not _answered(done)
+        return result
+    why = _stop_reason(done, budget_spent)
+    message = f"no candidate passed ({opts.candidates} candidates x {opts.rounds} rounds): {why}"
+    result = LoopResult(False, None, done, message, kernel=kernel)
+    result.stop_reason = why
+    result.attempt = _best_attempt(done)
     return result

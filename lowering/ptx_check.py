@@ -4,6 +4,10 @@ The loop and the editor's diagnostics share ``ptxls.diagnostics.engine.check_ptx
 candidate that passes here shows no squiggles when opened. Feedback quotes each error's line
 with two lines either side: "Arguments mismatch for instruction 'ld'" alone does not tell the
 model which of forty loads is wrong.
+
+One check is one ptxas run: it gives the diagnostics, the resource usage (``-v``) and, when a GPU
+test will follow, the cubin that test loads. The candidate is parsed once, here, and the parse
+is shared by the lints, the interface check and the GPU test (``CompileCheck.module``).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from ptxls.diagnostics.engine import (
+    INLINE_LINT_BYTES,
     PtxasUnavailable,
     PtxCheckOptions,
     check_ptx,
@@ -21,7 +26,9 @@ from ptxls.diagnostics.engine import (
 )
 from ptxls.diagnostics.model import Problem, Severity
 from ptxls.frontend.c_types import c_type_bits
-from ptxls.frontend.ptx import parse_ptx
+from ptxls.frontend.ptx import PtxModule
+
+from .perf import Resources
 
 MAX_ERRORS_IN_FEEDBACK = 12
 CONTEXT_LINES = 2
@@ -35,12 +42,31 @@ class CompileCheck:
     tool: str = ""
     arch: str = ""
     feedback: str = ""  # for the model; empty when ok
+    module: PtxModule | None = None  # the one parse of the candidate
+    usage: list = field(default_factory=list)  # diagnostics.resources.EntryUsage, from ptxas -v
+    cubin: bytes | None = None  # when asked for and ptxas accepted the PTX
 
     def summary(self) -> str:
         if self.ok:
             return "ptxas: ok" + (f" ({len(self.warnings)} warnings)" if self.warnings else "")
         n = len(self.errors)
         return f"ptxas: {n} error{'s' if n != 1 else ''}"
+
+    def resources(self, kernel: str | None = None) -> Resources:
+        """``kernel``'s usage (the first entry's when None) as the perf feedback reads it."""
+        entries = [u for u in self.usage if u.is_entry] or list(self.usage)
+        u = next((u for u in entries if u.name == kernel), None) if kernel else None
+        u = u or (entries[0] if entries and not kernel else None)
+        if u is None:
+            return Resources(tool=self.tool)
+        return Resources(
+            registers=u.registers,
+            spill_stores=u.spill_stores,
+            spill_loads=u.spill_loads,
+            stack=u.stack_frame,
+            smem=u.shared_static,
+            tool=self.tool,
+        )
 
 
 def quote_line(lines: list[str], line: int, context: int = CONTEXT_LINES) -> str:
@@ -203,22 +229,35 @@ def target_feedback(problems: list[Problem], ptxas_path: str | None) -> str:
 
 
 async def compile_check(
-    ptx: str, *, arch: str = "sm_90", ptxas_path: str | None = None, timeout: float = 60.0
+    ptx: str,
+    *,
+    arch: str = "sm_90",
+    ptxas_path: str | None = None,
+    timeout: float = 60.0,
+    want_cubin: bool = False,
 ) -> CompileCheck:
-    """Lints + ptxas on ``ptx``. A missing ptxas is not a candidate's fault: it raises
-    PtxasUnavailable, and the loop stops with that message instead of blaming the model."""
-    result = await check_ptx(
-        ptx,
-        PtxCheckOptions(
-            arch=arch, ptxas_path=ptxas_path, timeout=timeout, file_name="candidate.ptx"
-        ),
-    )
+    """Lints + one ``ptxas -v`` run on ``ptx`` (keeping the cubin with ``want_cubin``). A missing
+    ptxas is not a candidate's fault: it raises PtxasUnavailable, and the loop stops with that
+    message instead of blaming the model."""
+    # the one parse: started here so its result stays ours after the engine has used it
+    if len(ptx) < INLINE_LINT_BYTES:
+        parsed = asyncio.get_running_loop().create_future()
+        parsed.set_result(instant_check(ptx))
+    else:
+        parsed = asyncio.ensure_future(asyncio.to_thread(instant_check, ptx))
+    opts = PtxCheckOptions(arch=arch, ptxas_path=ptxas_path, timeout=timeout,
+                           file_name="candidate.ptx", verbose=True, want_cubin=want_cubin)  # fmt: skip
+    try:
+        result = await check_ptx(ptx, opts, lints=parsed)
+    finally:
+        parsed.cancel()  # no-op when done
+    module, lints = parsed.result()
     errors = [p for p in result.problems if p.severity is Severity.ERROR]
     warnings = [p for p in result.problems if p.severity is Severity.WARNING]
-    check = CompileCheck(not errors, errors, warnings, result.tool, result.arch)
+    check = CompileCheck(not errors, errors, warnings, result.tool, result.arch, module=module,
+                         usage=result.usage, cubin=result.cubin if not errors else None)  # fmt: skip
     if errors:
         # the lints' words for lines where ptxas spoke (merge() keeps ptxas's): the hints
-        _module, lints = instant_check(ptx) if len(ptx) < 200_000 else (None, [])
         hints = [
             q for q in lints if q.severity is Severity.ERROR and q.code == "undeclared-register"
         ]
@@ -246,13 +285,23 @@ class ExpectedParam:
         return c_type_bits(self.c_type)
 
 
-_TYPE_BITS = re.compile(r"\.[busf](\d+)$")
+def _expected_args(params: list[ExpectedParam]):
+    from ptxls.gputest.pairing import ExpectedArg
+
+    out = []
+    for p in params:
+        bits = p.ptx_bits()
+        out.append(ExpectedArg(p.name, p.is_pointer, bits // 8 if bits else None, p.c_type))
+    return out
 
 
-def interface_problems(ptx: str, kernel: str, params: list[ExpectedParam] | None) -> list[str]:
+def interface_problems(
+    module: PtxModule, kernel: str, params: list[ExpectedParam] | None
+) -> list[str]:
     """What makes this PTX untestable as ``kernel(params...)``: no such entry, a different
-    parameter count, or a parameter of the wrong width. Empty when it matches."""
-    module, _ = parse_ptx(ptx)
+    parameter count, or a parameter of the wrong width. Empty when it matches. The widths are
+    judged by the GPU test's own rule (``gputest.pairing.abi_mismatches``), worded for the
+    model."""
     entries = module.entries
     if not entries:
         return ["the PTX declares no '.entry' (a '.visible .entry' kernel is required)"]
@@ -264,24 +313,24 @@ def interface_problems(ptx: str, kernel: str, params: list[ExpectedParam] | None
         ]
     if params is None:
         return []
+    from ptxls.gputest.pairing import abi_mismatches
+
+    # a byte array (a struct passed by value) has no width to judge
+    types = [p.type + ("[]" if p.array else "") for p in entry.params]
     problems = []
-    if len(entry.params) != len(params):
-        want = ", ".join(f"{p.c_type} {p.name}" for p in params)
+    for m in abi_mismatches(types, _expected_args(params)):
+        if m.index is None:
+            want = ", ".join(f"{p.c_type} {p.name}" for p in params)
+            return [
+                f"entry '{kernel}' has {len(entry.params)} parameters, the source has "
+                f"{len(params)} ({want}); keep the same parameters in the same order"
+            ]
+        bits = 8 * m.want.size
+        pointer = " (.u64 for a pointer)" if m.want.is_pointer else ""
         problems.append(
-            f"entry '{kernel}' has {len(entry.params)} parameters, the source has {len(params)} "
-            f"({want}); keep the same parameters in the same order"
+            f"parameter {m.index + 1} ('{m.want.described} {m.want.name}') must be a {bits}-bit "
+            f".param{pointer}, not {m.got}"
         )
-        return problems
-    for i, (got, want) in enumerate(zip(entry.params, params, strict=True)):
-        bits = want.ptx_bits()
-        m = _TYPE_BITS.search(got.type)
-        if bits and m and int(m.group(1)) != bits and not got.array:
-            problems.append(
-                f"parameter {i + 1} ('{want.c_type} {want.name}') must be a {bits}-bit .param "
-                f"({'.u64 for a pointer' if want.is_pointer else ''}), not {got.type}".replace(
-                    " ()", ""
-                )
-            )
     return problems
 
 
@@ -293,13 +342,13 @@ def _param_base(ptx_name: str, kernel: str) -> str:
     return ptx_name
 
 
-def param_order_warning(ptx: str, kernel: str, params: list[ExpectedParam] | None) -> str:
+def param_order_warning(module: PtxModule, kernel: str, params: list[ExpectedParam] | None) -> str:
     """A warning when the PTX names its parameters after the source's but in another order
     (``vec_add(b, a, c, n)``): the widths may all match, yet the test would pass ``a`` where the
     kernel reads ``b``. Judged by names only, so PTX with numbered params is not judged."""
     if not params:
         return ""
-    entry = next((e for e in parse_ptx(ptx)[0].entries if e.name == kernel), None)
+    entry = next((e for e in module.entries if e.name == kernel), None)
     if entry is None or len(entry.params) != len(params):
         return ""
     got = [_param_base(p.name, kernel) for p in entry.params]

@@ -19,7 +19,7 @@ from ptxls.fewshot.retrieve import pick_examples
 from . import prompt, safe_write
 from .loop import LoopOptions, LoopResult, Progress, run_loop
 from .nvcc_reference import lower_with_nvcc
-from .perf import resource_usage
+from .perf import Resources, resource_usage
 from .provenance import OutputPlan, Provenance, plan_output, with_header
 from .settings import LlmSettings
 from .sources import SourceKernel, kernels_in, language_of
@@ -465,6 +465,30 @@ def plan_from_document(text: str) -> str:
     return text.split(marker, 1)[1].strip() if marker in text else text.strip()
 
 
+@dataclass
+class _LlmLowering:
+    """One LLM lowering, decided before the loop runs: the kernel, the target, the test."""
+
+    job: LowerJob
+    settings: LlmSettings
+    src: SourceKernel
+    arch: str
+    choice: object  # target_isa.TargetChoice
+    spec: object  # gputest TestSpec | None
+    not_tested_why: str
+    root: Path
+    inside: bool
+    transcript: Transcript
+
+    @property
+    def stem(self) -> str:
+        return f"{self.job.source_path.stem}-{self.src.name or 'request'}"
+
+    def shown_transcript(self) -> str:
+        path = self.transcript.path
+        return _shown_path(path, self.root) if path else ""
+
+
 async def lower_llm(
     job: LowerJob,
     settings: LlmSettings,
@@ -474,6 +498,54 @@ async def lower_llm(
     verifier: Verifier | None = None,
     client=None,
 ) -> LowerOutcome:
+    prepared = await _prepare(job, settings, verifier)
+    if isinstance(prepared, LowerOutcome):
+        return prepared
+    run, verifier = prepared
+    own_client = client is None
+    if own_client:
+        from .llm_client import LlmClient, LlmError
+
+        try:
+            client = LlmClient(settings)
+        except LlmError as e:
+            return LowerOutcome(False, str(e))
+    opts = loop_options(settings, job)
+    opts.arch, opts.isa = run.arch, run.choice.isa
+    opts.facts = facts_for_test(run.spec, not run.not_tested_why)
+    try:
+        result = await run_loop(run.src, client=client, opts=opts, transcript=run.transcript,
+                                examples=fitting_examples(run.src, settings.fewshot_count),
+                                verifier=verifier, progress=progress, cancel=cancel)  # fmt: skip
+    finally:
+        if own_client:
+            await client.aclose()
+    outcome = LowerOutcome(
+        result.ok,
+        result.message,
+        result.kernel,
+        report=result.report(),
+        transcript=run.transcript.path,
+        loop=result,
+        warnings=list(result.warnings),
+        spec=spec_text(run.spec),
+        # the endpoint never answered (every request refused or failed): it could not run
+        ran=not getattr(result, "never_answered", False),
+        compile_only=job.compile_only,
+        inside_workspace=run.inside,
+    )
+    if run.transcript.write_error:
+        outcome.notes.append(run.transcript.write_error)
+    if not result.ok or result.best is None:
+        return _without_a_result(run, result, outcome)
+    return _with_the_result(run, result, outcome)
+
+
+async def _prepare(
+    job: LowerJob, settings: LlmSettings, verifier: Verifier | None
+) -> tuple[_LlmLowering, Verifier] | LowerOutcome:
+    """The kernel, the target ISA, the verifier and the spec, the transcript; or why the
+    lowering cannot run."""
     if not settings.ready:
         return LowerOutcome(False, settings.not_ready_message())
     src = choose_kernel(job)
@@ -484,7 +556,6 @@ async def lower_llm(
     if choice.problem:
         return LowerOutcome(False, choice.problem, src.name)
     not_tested_why = ""
-    spec = None
     if verifier is None:
         verifier, not_tested_why, spec = await default_verifier(src, job)
     else:
@@ -497,99 +568,64 @@ async def lower_llm(
     transcript.record(
         "target", arch=arch, isa=choice.isa, why=choice.why, spec=spec_text(spec) or None
     )
-    examples = fitting_examples(src, settings.fewshot_count)
-    own_client = client is None
-    if own_client:
-        from .llm_client import LlmClient, LlmError
+    run = _LlmLowering(job, settings, src, arch, choice, spec, not_tested_why, root, inside,
+                       transcript)  # fmt: skip
+    return run, verifier
 
-        try:
-            client = LlmClient(settings)
-        except LlmError as e:
-            return LowerOutcome(False, str(e))
-    opts = loop_options(settings, job)
-    opts.arch, opts.isa = arch, choice.isa
-    opts.facts = facts_for_test(spec, not not_tested_why)
-    try:
-        result = await run_loop(
-            src,
-            client=client,
-            examples=examples,
-            opts=opts,
-            transcript=transcript,
-            verifier=verifier,
-            progress=progress,
-            cancel=cancel,
-        )
-    finally:
-        if own_client:
-            await client.aclose()
-    shown_transcript = _shown_path(transcript.path, root) if transcript.path else ""
-    outcome = LowerOutcome(
-        result.ok,
-        result.message,
-        result.kernel,
-        report=result.report(),
-        transcript=transcript.path,
-        loop=result,
-        warnings=list(result.warnings),
-        spec=spec_text(spec),
-        # the endpoint never answered (every request refused or failed): it could not run
-        ran=not getattr(result, "never_answered", False),
-        compile_only=job.compile_only,
-        inside_workspace=inside,
+
+def _without_a_result(run: _LlmLowering, result: LoopResult, outcome: LowerOutcome):
+    """Nothing passed: the best attempt written under .ptxls/attempts, and said where."""
+    if result.attempt is not None and not result.cancelled:
+        text = _attempt_text(result.attempt, run.src, result.stop_reason, run.shown_transcript())
+        outcome.attempt_path = write_attempt(run.root, run.stem, text)
+    kept = (
+        f"; best attempt ({result.attempt.describe()}) kept in "
+        f"{_shown_path(outcome.attempt_path, run.root)}"
+        if outcome.attempt_path and result.attempt
+        else ""
     )
-    if transcript.write_error:
-        outcome.notes.append(transcript.write_error)
-    if not result.ok or result.best is None:
-        if result.attempt is not None and not result.cancelled:
-            stem = f"{job.source_path.stem}-{src.name or 'request'}"
-            text = _attempt_text(result.attempt, src, result.stop_reason, shown_transcript)
-            outcome.attempt_path = write_attempt(root, stem, text)
-        kept = (
-            f"; best attempt ({result.attempt.describe()}) kept in "
-            f"{_shown_path(outcome.attempt_path, root)}"
-            if outcome.attempt_path and result.attempt
-            else ""
-        )
-        outcome.message = (
-            f"{result.message}{kept} (transcript: {shown_transcript or 'not written'})"
-        )
-        return outcome
-    best = result.best
-    from ptxls.frontend.ptx import parse_ptx
+    shown = run.shown_transcript() or "not written"
+    outcome.message = f"{result.message}{kept} (transcript: {shown})"
+    return outcome
 
-    kernel = src.name or next((e.name for e in parse_ptx(best.ptx)[0].entries), "kernel")
+
+def _with_the_result(run: _LlmLowering, result: LoopResult, outcome: LowerOutcome):
+    """The passing PTX with its provenance header, and where it goes."""
+    job, settings, best = run.job, run.settings, result.best
+    kernel = run.src.name or best.kernel or "kernel"
     v = best.verify
     tested = bool(v and v.tested)
     gpu_line = v.summary if v else "not GPU-tested"
     if not tested and "not GPU-tested" not in gpu_line:
-        gpu_line = f"not GPU-tested ({not_tested_why or gpu_line})"
-    last = best.rounds[-1]
-    usage = await resource_usage(best.ptx, kernel, arch=arch, ptxas_path=job.ptxas_path)
+        gpu_line = f"not GPU-tested ({run.not_tested_why or gpu_line})"
+    usage = best.usage or Resources()  # from the ptxas run that passed it: no second run
     notes = [f"warning: {w}" for w in result.warnings]
-    notes.append(f".version {choice.isa}: {choice.why}")
+    notes.append(f".version {run.choice.isa}: {run.choice.why}")
+    rounds = f"{len(best.rounds)}" + (
+        f", PTX of round {best.best_round}" if best.best_round != len(best.rounds) else ""
+    )
+    rounds += (f" (candidate {best.index} of {settings.candidates}, max {settings.rounds} rounds,"
+               f" strategy {settings.strategy})")  # fmt: skip
     prov = Provenance(
-        resources=f"{usage.text()} (ptxas -v, {arch})" if usage.registers is not None else "",
+        resources=f"{usage.text()} (ptxas -v, {run.arch})" if usage.registers is not None else "",
         backend="llm",
         source=_shown_path(job.source_path, job.workspace)
         if not job.describe
-        else f"request: {src.text[:120]}",
+        else f"request: {run.src.text[:120]}",
         kernel=kernel,
         model=best.model or settings.model or "",
-        rounds=f"{len(best.rounds)}"
-        + (f", PTX of round {best.best_round}" if best.best_round != len(best.rounds) else "")
-        + f" (candidate {best.index} of {settings.candidates}, max {settings.rounds} rounds, strategy {settings.strategy})",
-        compile=last.summary.split(";")[0],
+        rounds=rounds,
+        compile=best.rounds[-1].summary.split(";")[0],
         gpu=gpu_line,
-        spec=(spec_text(spec) if tested else ""),
-        transcript=shown_transcript,
+        spec=(spec_text(run.spec) if tested else ""),
+        transcript=run.shown_transcript(),
         notes=tuple(notes),
     )
     outcome.ptx = with_header(best.ptx, prov)
     outcome.kernel = kernel
     outcome.gpu_tested = tested
-    outcome.not_tested_why = "" if tested else (not_tested_why or gpu_line)
-    if inside or job.output is not None:
+    outcome.not_tested_why = "" if tested else (run.not_tested_why or gpu_line)
+    if run.inside or job.output is not None:
         outcome.output = plan_output(job.source_path, kernel, "llm", outcome.ptx, job.output)
     if tested:
         outcome.message = f"{kernel}: {result.message}"

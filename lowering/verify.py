@@ -1,15 +1,19 @@
 """The verification step after ptxas: pluggable, so the loop runs the same with or without a GPU.
 
-A verifier is any async callable ``(ptx, kernel) -> VerifyResult``. ``gpu_verifier`` wraps the
-GPU-test harness (``ptxls.gputest.api``) when a device is present; ``compile_only_verifier``
-passes everything through with ``tested=False``, so the result says "not GPU-tested" instead of
-pretending.
+A verifier is any async callable ``(ptx, kernel) -> VerifyResult``; one that also takes
+``candidate`` gets what the loop's one ptxas run made of the PTX (``Candidate``: the parse, the
+cubin), and one with ``wants_cubin`` true makes the loop keep that cubin. ``gpu_verifier`` wraps
+the GPU-test harness (``ptxls.gputest.api``) when a device is present and loads the loop's cubin
+instead of assembling the candidate again; ``compile_only_verifier`` passes everything through
+with ``tested=False``, so the result says "not GPU-tested" instead of pretending.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+
+from ptxls.frontend.ptx import PtxModule, global_names
 
 
 @dataclass
@@ -28,6 +32,30 @@ class VerifyResult:
 
 
 Verifier = Callable[[str, str], Awaitable[VerifyResult]]
+
+
+@dataclass
+class Candidate:
+    """What the loop's one ptxas run made of a candidate, for the checks after it."""
+
+    ptx: str
+    kernel: str
+    module: PtxModule | None = None  # the one parse
+    cubin: bytes | None = None  # ptxas's output for ``arch`` (when the verifier wants it)
+    arch: str = ""
+    tool: str = ""  # which ptxas, with its version
+
+    def assembled(self):
+        """The cubin as the GPU test takes it (gputest.build.Assembled), or None."""
+        if self.cubin is None:
+            return None
+        from ptxls.gputest.build import Assembled
+
+        m = self.module
+        return Assembled(self.cubin, self.arch, self.tool,
+                         ptx_version=m.version if m is not None else None,
+                         ptx_target=m.arch if m is not None else None,
+                         globals=global_names(m) if m is not None else None)  # fmt: skip
 
 
 def compile_only_verifier(reason: str) -> Verifier:
@@ -118,19 +146,34 @@ def spec_from_sources(kernel: str, options: dict):  # -> (TestSpec | None, why)
     return spec, ""
 
 
-def gpu_verifier(spec=None, **options) -> Verifier:
-    """Each candidate through ``ptxls.gputest.api.run_gpu_test``; ``options`` go to it
-    (``reference_cuda``, ``reference_path``, ``ptx_path``, ``sizes``, ``seed`` ...). The spec is
-    ``spec``, else built from the reference / original file (``spec_from_sources``) — never
-    from the candidate's own text."""
+class GpuVerifier:
+    """Each candidate through ``ptxls.gputest.api.run_gpu_test``, loading the cubin of the
+    loop's ptxas run (``Candidate``) where there is one for the device's arch."""
 
-    async def verify(ptx: str, kernel: str) -> VerifyResult:
+    wants_cubin = True
+
+    def __init__(self, spec, options: dict):
+        self.spec = spec
+        self.options = options
+
+    async def __call__(
+        self, ptx: str, kernel: str, candidate: Candidate | None = None
+    ) -> VerifyResult:
         from ptxls.gputest import api
 
-        the_spec, why = (spec, "") if spec is not None else spec_from_sources(kernel, options)
-        if the_spec is None:
+        spec, why = (
+            (self.spec, "") if self.spec is not None else spec_from_sources(kernel, self.options)
+        )
+        if spec is None:
             return VerifyResult(ok=True, tested=False, summary=f"not GPU-tested ({why})")
-        report = await api.run_gpu_test(ptx, kernel, the_spec, **options)
+        assembled = candidate.assembled() if candidate is not None else None
+        report = await api.run_gpu_test(ptx, kernel, spec, assembled=assembled, **self.options)
         return from_report(report)
 
-    return verify
+
+def gpu_verifier(spec=None, **options) -> Verifier:
+    """A ``GpuVerifier``; ``options`` go to ``run_gpu_test`` (``reference_cuda``,
+    ``reference_path``, ``ptx_path``, ``sizes``, ``seed`` ...). The spec is ``spec``, else built
+    from the reference / original file (``spec_from_sources``) — never from the candidate's own
+    text."""
+    return GpuVerifier(spec, options)

@@ -171,3 +171,60 @@ async def test_spec_problems_are_reported_before_any_gpu_work(tmp_path):
         await sup.close()
     assert report.status == "spec-error" and sup.starts == 0
     assert report.problems[0].message.startswith("no test spec for 'vec_add'")
+
+
+# ---- issue 11: the GPU test loads the cubin the lowering loop's ptxas run made
+
+CUBIN_WORKER = textwrap.dedent(
+    """
+    import hashlib, json, sys
+    def send(o):
+        sys.stdout.write(json.dumps(o) + "\\n"); sys.stdout.flush()
+    for line in sys.stdin:
+        req = json.loads(line)
+        if req["op"] == "hello":
+            send({"ok": True, "device": {"name": "fake", "arch": "sm_90", "driver_cuda": "13.0",
+                                         "max_ptx_isa": [9, 0]}})
+        elif req["op"] == "run":
+            k = req["kernel"]
+            sha = hashlib.sha256(open(k["cubin_path"], "rb").read()).hexdigest()
+            send({"ok": False, "error": f"cubin {sha} globals {k.get('globals')}"})
+    """
+)
+
+
+async def test_a_prebuilt_cubin_is_loaded_instead_of_assembling_again(tmp_path):
+    """``run_gpu_test(..., assembled=...)``: the worker is handed the very cubin bytes (counted:
+    no ptxas runs) and the module globals of the caller's parse; without it the PTX is assembled
+    as before (``ptxls test FILE``)."""
+    import hashlib
+    from pathlib import Path
+
+    from tool_counter import ToolCounter
+
+    from ptxls.gputest.build import Assembled
+    from ptxls.gputest.pairing import spec_for_ptx
+
+    vec_add = Path(__file__).parent.parent / "examples" / "vec_add.ptx"
+    text = vec_add.read_text()
+    spec = spec_for_ptx(text, "vec_add", ptx_path=str(vec_add)).spec
+    script = tmp_path / "cubin_worker.py"
+    script.write_text(CUBIN_WORKER)
+    sup = Supervisor(command=[sys.executable, str(script)])
+    cubin = b"\x7fELF not really a cubin"
+    try:
+        with ToolCounter() as tools:
+            tools.mark("start")
+            assembled = Assembled(cubin, "sm_90", "ptxas 13.0 (test)", (8, 0), "sm_90", ["g"])
+            report = await run_gpu_test(text, "vec_add", spec, assembled=assembled,
+                                        supervisor=sup, time_it=False)  # fmt: skip
+            tools.mark("from the PTX")
+            again = await run_gpu_test(text + "\n// changed\n", "vec_add", spec,
+                                       supervisor=sup, time_it=False)  # fmt: skip
+    finally:
+        await sup.close()
+    assert report.summary == f"cubin {hashlib.sha256(cubin).hexdigest()} globals ['g']"
+    assert [r for r in tools.segments()["start"] if r.is_compile] == []
+    built = [r for r in tools.segments()["from the PTX"] if r.is_compile]
+    assert len(built) == 1 and built[0].writes_cubin, built
+    assert again.summary.startswith("cubin ") and again.summary.endswith("globals None")

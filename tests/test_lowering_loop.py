@@ -560,3 +560,85 @@ async def test_refusals_stop_early_and_say_so(llm):
     result, _ = await run(llm, [Step("I'm sorry, I can't help with that.")] * 5, rounds=5)
     assert not result.ok and len(llm.chat_requests) == 3
     assert "refusal" in result.message and result.attempt is None
+
+
+# ---- issue 11: one assemble per candidate, counted on the real ptxas
+
+
+def _runs_per_round(tools, rounds: int) -> list[list]:
+    segments = tools.segments()
+    return [
+        [r for r in segments.get(f"round {i}", []) if r.is_compile] for i in range(1, rounds + 1)
+    ]
+
+
+def _marking(tools):
+    def progress(msg: str) -> None:
+        m = re.search(r"round (\d+): asking the model", msg)
+        if m:
+            tools.mark(f"round {m.group(1)}")
+
+    return progress
+
+
+async def test_a_compile_only_round_runs_ptxas_once_and_the_lowering_no_more(llm, tmp_path):
+    """Counted by a logging wrapper in front of the real ptxas (PTXLS_PTXAS): each round is one
+    ptxas -v run (diagnostics and resource usage together), and nothing after the loop runs ptxas
+    again for the provenance header's resource line."""
+    from tool_counter import ToolCounter
+
+    from ptxls.lowering.service import LowerJob, lower_llm
+
+    cu = tmp_path / "vec_add.cu"
+    cu.write_text(VEC_ADD_CU)
+    llm.set_script([Step(fenced(BROKEN_VEC_ADD)), Step(fenced(GOOD_VEC_ADD))])
+    job = LowerJob(cu, VEC_ADD_CU, kernel="vec_add", workspace=tmp_path, compile_only=True)
+    with ToolCounter() as tools:
+        tools.mark("start")  # the tool probes of discovery come before it
+        outcome = await lower_llm(
+            job, settings_for(llm, candidates=1, rounds=2), progress=_marking(tools)
+        )
+        tools.mark("after")
+    assert outcome.ok, outcome.message
+    assert [r.outcome for r in outcome.loop.best.rounds] == ["ptxas", "passed"]
+    per_round = _runs_per_round(tools, 2)
+    assert [len(runs) for runs in per_round] == [1, 1], per_round
+    assert all(r.tool == "ptxas" and r.verbose and not r.writes_cubin for runs in per_round
+               for r in runs)  # fmt: skip
+    assert tools.segments().get("after", []) == []
+    # the usage of that one run is the provenance header's resource line
+    assert re.search(r"// resources: \d+ registers", outcome.ptx), outcome.ptx[:600]
+
+
+async def test_a_gpu_verifier_gets_the_cubin_of_the_rounds_one_ptxas_run(llm):
+    """A verifier that runs on a GPU (wants_cubin) is handed the cubin of the same ptxas run that
+    checked the candidate, with the parse the checks shared: one assemble per candidate."""
+    from tool_counter import ToolCounter
+
+    from ptxls.lowering.verify import Candidate
+
+    seen: list[Candidate] = []
+
+    class CubinVerifier:
+        wants_cubin = True
+
+        async def __call__(self, ptx: str, kernel: str, candidate=None) -> VerifyResult:
+            seen.append(candidate)
+            return VerifyResult(True, True, "gpu: passed (test double)", kernel_ms=1.0)
+
+    with ToolCounter() as tools:
+        tools.mark("start")
+        result, _ = await run(
+            llm, [Step(fenced(GOOD_VEC_ADD))], rounds=1, verifier=CubinVerifier(),
+            progress=_marking(tools),
+        )  # fmt: skip
+    assert result.ok, result.report()
+    [runs] = _runs_per_round(tools, 1)
+    assert len(runs) == 1 and runs[0].verbose and runs[0].writes_cubin, runs
+    [cand] = seen
+    assert cand.kernel == "vec_add" and cand.cubin and cand.cubin.startswith(b"\x7fELF")
+    assert cand.arch == "sm_90" and cand.module is not None
+    assert [e.name for e in cand.module.entries] == ["vec_add"]
+    assembled = cand.assembled()
+    assert assembled.cubin == cand.cubin and assembled.ptx_version is not None
+    assert result.best.usage is not None and result.best.usage.registers
