@@ -6,7 +6,9 @@ skipped with its reason. The GPU runs are tests/gpu/test_sanitizer_gpu.py."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -258,3 +260,40 @@ def test_the_loop_skips_racecheck_without_a_gpu_and_says_why():
     assert r.returncode == 2, r.stdout + r.stderr
     assert "racecheck skipped (the candidate was not GPU-tested" in r.stdout
     assert "no GPU: racecheck skipped with its reason: True" in r.stdout
+
+
+async def _child_alive(pid: int, wait_s: float) -> bool:
+    """Whether ``pid`` still runs after up to ``wait_s`` (a killed one is reaped by init)."""
+    for _ in range(int(wait_s / 0.05)):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        await asyncio.sleep(0.05)
+    return True
+
+
+@pytest.mark.parametrize("own_group", [True, False])
+async def test_the_sanitized_worker_dies_with_everything_it_started(
+    tmp_path, monkeypatch, own_group
+):
+    """compute-sanitizer runs the worker as its child: killing only the first process would
+    leave the worker (maybe spinning in a kernel). A shell that starts a sleeper and then becomes
+    the worker stands in for it; the GPU is hidden so the worker answers at once. (Without the
+    process group the sleeper outlives kill(), and holding the pipes stalls it by 10 s.)"""
+    from ptxls.gputest import sanitize
+
+    monkeypatch.setattr(sanitize, "KILL_GRACE_S", 0.2)
+    pidfile = tmp_path / "child.pid"
+    command = ["sh", "-c", f"sleep 300 & echo $! > {pidfile}; "
+               f"exec {sys.executable} -m ptxls.gputest.worker"]  # fmt: skip
+    sup = sanitize.SanitizedSupervisor(command, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    reply = await sup.request({"op": "hello"}, timeout_s=60)
+    assert reply.data.get("no_device"), reply
+    sleeper = int(pidfile.read_text())
+    await sup.kill()
+    try:
+        assert not await _child_alive(sleeper, 5.0)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(sleeper, signal.SIGKILL)
