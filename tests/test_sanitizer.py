@@ -273,10 +273,7 @@ async def _child_alive(pid: int, wait_s: float) -> bool:
     return True
 
 
-@pytest.mark.parametrize("own_group", [True, False])
-async def test_the_sanitized_worker_dies_with_everything_it_started(
-    tmp_path, monkeypatch, own_group
-):
+async def test_the_sanitized_worker_dies_with_everything_it_started(tmp_path, monkeypatch):
     """compute-sanitizer runs the worker as its child: killing only the first process would
     leave the worker (maybe spinning in a kernel). A shell that starts a sleeper and then becomes
     the worker stands in for it; the GPU is hidden so the worker answers at once. (Without the
