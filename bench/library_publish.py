@@ -1,8 +1,12 @@
-"""Turn a ``ptxls bench --json`` run into the committed results: the table and the JSON (with
+"""Turn ``ptxls bench --json`` runs into the committed results: the table and the JSON (with
 the machine facts) under bench/results/, and ``fewshot/measured.json``, the figures the editor
 shows beside each library kernel.
 
-    python3 bench/library_publish.py RUN.json [--name library-h200]
+    python3 bench/library_publish.py RUN.json [LATER_RUN.json ...] [--name library-h200]
+
+With several runs, a kernel's row comes from the last run that has it (a kernel changed after
+the first run is measured again in a later one); every row's ratios are still from one run —
+ours, the nvcc build and PyTorch side by side — and the table says which run each row is from.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from ptxls.gputest.bench import BenchRow, format_bench
+from ptxls.gputest.bench import BenchRow, format_bench, geomean
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -21,20 +25,41 @@ KEEP = ("n", "status", "time_ms", "nvcc_ms", "torch_ms", "vs_nvcc", "vs_torch", 
         "pct_ceiling", "tflops")  # fmt: skip
 
 
+def merge(runs: list[tuple[str, dict]]) -> tuple[list[BenchRow], dict, dict[str, str]]:
+    """Rows by kernel, the last run's winning; the last run's machine facts; kernel → run."""
+    by_kernel: dict[str, BenchRow] = {}
+    source: dict[str, str] = {}
+    machine: dict = {}
+    fields = set(BenchRow.__dataclass_fields__)
+    for name, data in runs:
+        machine = data.get("machine", machine)
+        for r in data["rows"]:
+            by_kernel[r["kernel"]] = BenchRow(**{k: v for k, v in r.items() if k in fields})
+            source[r["kernel"]] = name
+    return [by_kernel[k] for k in sorted(by_kernel)], machine, source
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("run", help="the JSON ptxls bench --json wrote")
+    ap.add_argument("runs", nargs="+", help="the JSON ptxls bench --json wrote, oldest first")
     ap.add_argument("--name", default="library-h200")
     ap.add_argument("--date", default=datetime.date.today().isoformat())
     args = ap.parse_args()
-    data = json.loads(Path(args.run).read_text())
-    rows = [BenchRow(**r) for r in data["rows"]]
-    machine = data.get("machine", {})
+    runs = [(Path(p).name, json.loads(Path(p).read_text())) for p in args.runs]
+    rows, machine, source = merge(runs)
     results = ROOT / "bench" / "results"
-    (results / f"{args.name}.json").write_text(json.dumps(data, indent=2) + "\n")
+    data = {"machine": machine, "geomean_vs_nvcc": geomean([r.vs_nvcc for r in rows]),
+            "runs": [name for name, _ in runs], "row_from": source,
+            "rows": [r.to_dict() for r in rows]}  # fmt: skip
+    (results / f"{args.name}.json").write_text(json.dumps(data, indent=2, default=str) + "\n")
+    table = format_bench(rows, machine)
+    if len(runs) > 1:
+        table += "\n\nEach row from one run (ours, nvcc and PyTorch side by side): " + "; ".join(
+            f"{k}: {v}" for k, v in sorted(source.items())
+        )
     (results / f"{args.name}.md").write_text(
         f"# ptxls bench — the kernel library on {machine.get('name') or machine.get('device')}"
-        f" ({args.date})\n\n" + format_bench(rows, machine) + "\n"
+        f" ({args.date})\n\n" + table + "\n"
     )
     measured = {
         "device": machine.get("name") or machine.get("device", ""),
@@ -48,7 +73,7 @@ def main() -> int:
         },
     }
     (ROOT / "fewshot" / "measured.json").write_text(json.dumps(measured, indent=2) + "\n")
-    print(format_bench(rows, machine))
+    print(table)
     return 0
 
 
