@@ -243,7 +243,7 @@ class MessageLoop:
                 self.send_error(msg_id, SERVER_NOT_INITIALIZED,
                                 f"the server is not initialized: send 'initialize' before {method!r}")  # fmt: skip
             return True
-        if getattr(self.protocol, "_shutdown", False) and method != "exit":
+        if self.protocol._shutdown and method != "exit":  # pygls sets it on shutdown
             if is_request:
                 self.send_error(msg_id, INVALID_REQUEST,
                                 "Invalid Request: the server was asked to shut down")  # fmt: skip
