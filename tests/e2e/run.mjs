@@ -546,8 +546,12 @@ async function askSass(probe, workspace, uri) {
     .then((result) => ({ ok: result?.ok === true, result, kernel: entry[1] }), (e) => ({ ok: false, error: e.message }));
   if (!showSass.ok) return { showSass, sassHover: null };
   const lines = text.split("\n");
-  for (let line = 0; line < lines.length; line++) {
-    if (!/^\s*(@!?%\w+\s+)?[a-z][\w.]*\s/.test(lines[line])) continue; // an instruction
+  // instruction lines, the kernel's arithmetic and global loads first (their SASS says more
+  // than the parameter loads at the top)
+  const isInstruction = (t) => /^\s*(@!?%\w+\s+)?[a-z][\w.]*\s/.test(t);
+  const telling = (t) => /^\s*(fma|mad|add|mul)\.[\w.]*f32|^\s*ld\.global/.test(t);
+  const order = [...lines.keys()].filter((n) => isInstruction(lines[n])).sort((a, b) => telling(lines[b]) - telling(lines[a]) || a - b);
+  for (const line of order) {
     const column = lines[line].search(/\S/);
     const answer = await probe.request("textDocument/hover", { textDocument: { uri }, position: { line, character: column } });
     const said = answer ? hoverText(answer) : "";
