@@ -18,6 +18,7 @@ from ptxls.frontend.ptx import parse_ptx, ptx_version, with_version
 from ptxls.toolchain.discovery import ToolNotFound, find_nvcc, find_ptxas
 from ptxls.toolchain.nvcc import nvcc_to_ptx
 
+from .perf import Resources
 from .ptx_check import PtxasUnavailable, compile_check
 from .target_isa import choose_target
 
@@ -31,6 +32,7 @@ class NvccLowering:
     entry: str = ""  # the entry's name in ``ptx``
     notes: list[str] = field(default_factory=list)  # renames, version changes, dropped entries
     compile_summary: str = ""  # "ptxas: ok" on the result
+    usage: Resources | None = None  # the entry's ptxas -v numbers, from that same check
 
 
 def plain_name(mangled: str) -> str:
@@ -157,10 +159,11 @@ async def lower_with_nvcc(
     ptx, note = await _lower_version(ptx, arch, ptxas_path)
     if note:
         notes.append(note)
+    usage = None
     try:
         check = await compile_check(ptx, arch=arch, ptxas_path=ptxas_path)
         summary = f"{check.summary()} ({check.tool})"
-        ok = check.ok
+        ok, usage = check.ok, check.resources(entry or None)
     except PtxasUnavailable as e:
         summary, ok = f"not assembled: {e}", True
     return NvccLowering(
@@ -171,4 +174,5 @@ async def lower_with_nvcc(
         entry,
         notes,
         summary,
+        usage,
     )

@@ -19,7 +19,7 @@ from ptxls.fewshot.retrieve import pick_examples
 from . import prompt, safe_write
 from .loop import LoopOptions, LoopResult, Progress, run_loop
 from .nvcc_reference import lower_with_nvcc
-from .perf import Resources, resource_usage
+from .perf import Resources
 from .provenance import OutputPlan, Provenance, plan_output, with_header
 from .settings import LlmSettings
 from .sources import SourceKernel, kernels_in, language_of
@@ -156,7 +156,7 @@ async def lower_nvcc(job: LowerJob, progress: Progress | None = None) -> LowerOu
     if not res.ok:
         return LowerOutcome(False, res.message, src.name, notes=res.notes, backend=job.backend)
     arch = getattr(res, "arch", "") or arch  # Triton's PTX targets sm_90a
-    usage = await resource_usage(res.ptx, res.entry, arch=arch, ptxas_path=job.ptxas_path)
+    usage = res.usage or Resources()  # from the compile check's ptxas -v: no second run
     prov = Provenance(
         resources=f"{usage.text()} (ptxas -v, {arch})" if usage.registers is not None else "",
         backend=job.backend,

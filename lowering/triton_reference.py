@@ -27,6 +27,7 @@ from ptxls.toolchain.triton_compile import TritonCompile, recipe_for, triton_to_
 from ptxls.toolchain.triton_compile import source_name as source_name  # for triton_sass
 
 from .nvcc_reference import _lower_version
+from .perf import Resources
 from .ptx_check import PtxasUnavailable, compile_check
 
 NO_TRITON = (
@@ -47,6 +48,7 @@ class TritonLowering:
     metadata: dict | None = None  # num_warps, num_stages, shared, scratch sizes
     build: TritonBuild | None = None
     arch: str = ""  # what ptxas assembles it for: Triton writes sm_90a for sm_90
+    usage: Resources | None = None  # the entry's ptxas -v numbers, from the compile check
 
 
 def assembled_arch(ptx: str, arch: str) -> str:
@@ -130,14 +132,16 @@ async def lower_with_triton(
     ptx, version_note = await _lower_version(ptx, arch, ptxas_path)
     if version_note:
         notes.append(version_note.replace("(nvcc)", "(Triton)"))
+    usage = None
     try:
         check = await compile_check(ptx, arch=arch, ptxas_path=ptxas_path)
         summary, ok = f"{check.summary()} ({check.tool})", check.ok
+        usage = check.resources(entry or None)
     except PtxasUnavailable as e:
         summary, ok = f"not assembled: {e}", True
     tool = f"Triton {result.version}"
     message = "Triton lowering " + ("done" if ok else "failed ptxas")
-    return TritonLowering(ok, ptx, message, tool, entry, notes, summary, meta, build, arch)
+    return TritonLowering(ok, ptx, message, tool, entry, notes, summary, meta, build, arch, usage)
 
 
 def _launch_note(build: TritonBuild | None, meta: dict) -> str:
