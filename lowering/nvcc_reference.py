@@ -50,9 +50,11 @@ def _entry_blocks(ptx: str) -> list[tuple[str, int, int]]:
     for f in parse_ptx(ptx)[0].entries:
         start, end = f.offsets
         start = ptx.rfind("\n", 0, start) + 1
-        # a "// .globl name" comment right above belongs to the entry
-        prev = ptx.rfind("\n", 0, max(start - 1, 0)) + 1
-        if ".globl" in ptx[prev:start]:
+        # a "// .globl name" comment right above belongs to the entry (nvcc may put a blank
+        # line between them)
+        above = ptx[:start].rstrip()
+        prev = above.rfind("\n") + 1
+        if ".globl" in above[prev:]:
             start = prev
         blocks.append((f.name, start, end))
     return blocks
