@@ -9,6 +9,7 @@ import logging
 import re
 
 import pytest
+from tool_counter import ToolCounter
 
 from ptxls.fewshot.retrieve import pick_examples
 from ptxls.lowering.llm_client import LlmClient, LlmError
@@ -443,17 +444,22 @@ async def test_optimize_asks_for_a_faster_version_with_ptxas_usage_and_keeps_the
     src = cuda_kernels(VEC_ADD_CU)[0]
     client = LlmClient(settings_for(llm))
     try:
-        result = await run_loop(
-            src,
-            client=client,
-            examples=[],
-            opts=LoopOptions(candidates=1, rounds=3, optimize=True),
-            transcript=Transcript(None),
-            verifier=timed_verifier,
-        )
+        with ToolCounter() as tools:
+            tools.mark("start")
+            result = await run_loop(
+                src,
+                client=client,
+                examples=[],
+                opts=LoopOptions(candidates=1, rounds=3, optimize=True),
+                transcript=Transcript(None),
+                verifier=timed_verifier,
+            )
     finally:
         await client.aclose()
     assert result.ok and result.best.best_round == 2 and result.best.verify.kernel_ms == 0.80
+    # the ask's usage comes from the round's own ptxas -v run: two rounds, two ptxas runs
+    runs = [r for r in tools.segments()["start"] if r.is_compile]
+    assert len(runs) == 2 and all(r.verbose for r in runs), runs
     ask = last_user_message(llm.chat_requests[1])
     assert re.search(r"ptxas -v: \d+ registers, 0 bytes spilled", ask)
     assert "1.000 ms vs 0.900 ms" in ask
@@ -585,8 +591,6 @@ async def test_a_compile_only_round_runs_ptxas_once_and_the_lowering_no_more(llm
     """Counted by a logging wrapper in front of the real ptxas (PTXLS_PTXAS): each round is one
     ptxas -v run (diagnostics and resource usage together), and nothing after the loop runs ptxas
     again for the provenance header's resource line."""
-    from tool_counter import ToolCounter
-
     from ptxls.lowering.service import LowerJob, lower_llm
 
     cu = tmp_path / "vec_add.cu"
@@ -613,8 +617,6 @@ async def test_a_compile_only_round_runs_ptxas_once_and_the_lowering_no_more(llm
 async def test_a_gpu_verifier_gets_the_cubin_of_the_rounds_one_ptxas_run(llm):
     """A verifier that runs on a GPU (wants_cubin) is handed the cubin of the same ptxas run that
     checked the candidate, with the parse the checks shared: one assemble per candidate."""
-    from tool_counter import ToolCounter
-
     from ptxls.lowering.verify import Candidate
 
     seen: list[Candidate] = []
