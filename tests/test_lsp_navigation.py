@@ -1,129 +1,167 @@
-"""End-to-end: outline, definition, references, hover and completion on a real server."""
+"""End-to-end: outline, definition, references, hover and completion on a real server, driven
+by annotated PTX files in tests/data/ptx_cases/navigation/ (one test per question).
+
+Annotations (PTX comments; each points at the nearest line above that is not an annotation):
+
+    .reg .f32   %f<4>;
+//              ^^ def f-registers               a named range (a definition's target)
+DONE:
+// def: done-label                               a named line, at column 0 where carets cannot go
+
+    st.global.f32   [%rd10], %f3;
+//                           ^ definition f-registers
+                                   go to definition at the caret lands on that range (or line)
+//                           ^ references 4 "%rd7"
+                                   4 references (declaration excluded), each covering the text
+//                           ^ hover "text" "text"       the hover says each text
+//                           ^ hover-without "text"      no hover, or one that does not say it
+//                           ^ completion "%f1" "%p1"    completion offers at least these
+
+// outline: vec_add [DONE] "vec_add_param_n"
+                                   the outline: that function, its labels, its detail says it
+"""
 
 from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from lsp_helpers import EXAMPLES, open_doc, wait_for_publish
+from lsp_helpers import DATA, open_doc, wait_for_publish
 
-TEXT = (EXAMPLES / "vec_add.ptx").read_text()
-LINES = TEXT.splitlines()
-
-
-def where(needle: str, nth: int = 0, offset: int = 0) -> types.Position:
-    """Position of the nth occurrence of needle (plus offset characters)."""
-    count = 0
-    for i, line in enumerate(LINES):
-        start = 0
-        while (col := line.find(needle, start)) >= 0:
-            if count == nth:
-                return types.Position(line=i, character=col + offset)
-            count += 1
-            start = col + 1
-    raise AssertionError(needle)
+CASES = sorted((DATA / "ptx_cases" / "navigation").glob("*.ptx"))
+CARET = re.compile(r"^//( *)(\^+) ([\w-]+)(.*)$")
+LINE_DEF = re.compile(r"^// def: ([\w-]+)$")
+OUTLINE = re.compile(r"^// outline: (\S+) \[([^\]]*)\]((?: \"[^\"]*\")*)$", re.M)
 
 
-@pytest.fixture(autouse=True)
-async def _vec_add_open(client: LanguageClient, tmp_path):
-    """Every test here asks about examples/vec_add.ptx, open and checked once."""
-    uri = (tmp_path / "vec_add.ptx").as_uri()
-    client.uri = uri
-    open_doc(client, uri, TEXT)
+@dataclass(frozen=True)
+class Ask:
+    kind: str  # definition | references | hover | hover-without | completion
+    line: int
+    col: int
+    args: tuple[str, ...]  # a definition's target name, or the quoted texts / count
+
+    def __str__(self) -> str:
+        return f"{self.kind}@{self.line}:{self.col}"
+
+
+def read_annotations(text: str) -> tuple[dict[str, tuple[int, tuple[int, int] | None]], list[Ask]]:
+    """Named targets (line, [start, end) or None for the whole line) and the questions."""
+    targets: dict[str, tuple[int, tuple[int, int] | None]] = {}
+    asks: list[Ask] = []
+    above = 0
+    for number, line in enumerate(text.split("\n")):
+        caret, line_def = CARET.match(line), LINE_DEF.match(line)
+        if line_def:
+            targets[line_def.group(1)] = (above, None)
+        elif caret:
+            start = 2 + len(caret.group(1))
+            kind, rest = caret.group(3), caret.group(4).strip()
+            if kind == "def":
+                targets[rest] = (above, (start, start + len(caret.group(2))))
+            else:
+                args = tuple(re.findall(r"\"([^\"]*)\"", rest)) or tuple(rest.split())
+                if kind == "references":
+                    args = (rest.split()[0], *args)
+                asks.append(Ask(kind, above, start, args))
+        else:
+            above = number
+    return targets, asks
+
+
+QUESTIONS = [
+    pytest.param(path, ask, id=f"{path.stem}-{ask}")
+    for path in CASES
+    for ask in read_annotations(path.read_text(encoding="utf-8"))[1]
+]
+
+
+@pytest.fixture
+async def opened(client: LanguageClient, tmp_path, request):
+    """The case file open in the server and checked once (ptxas -v feeds the entry hover)."""
+    path: Path = request.node.callspec.params["path"]
+    uri = (tmp_path / path.name).as_uri()
+    open_doc(client, uri, path.read_text(encoding="utf-8"))
     await wait_for_publish(client, uri)
+    return types.TextDocumentIdentifier(uri=uri)
 
 
-def doc(client):
-    return types.TextDocumentIdentifier(uri=client.uri)
+async def _answer(client: LanguageClient, doc, ask: Ask):
+    pos = types.Position(line=ask.line, character=ask.col)
+    if ask.kind == "definition":
+        return await client.text_document_definition_async(
+            types.DefinitionParams(text_document=doc, position=pos)
+        )
+    if ask.kind == "references":
+        return await client.text_document_references_async(
+            types.ReferenceParams(
+                text_document=doc,
+                position=pos,
+                context=types.ReferenceContext(include_declaration=False),
+            )
+        )
+    if ask.kind in ("hover", "hover-without"):
+        return await client.text_document_hover_async(
+            types.HoverParams(text_document=doc, position=pos)
+        )
+    if ask.kind == "completion":
+        return await client.text_document_completion_async(
+            types.CompletionParams(text_document=doc, position=pos)
+        )
+    raise AssertionError(f"unknown annotation {ask.kind}")
 
 
-async def test_outline_lists_the_entry_and_its_labels(client: LanguageClient):
+@pytest.mark.parametrize("path, ask", QUESTIONS)
+async def test_navigation(client: LanguageClient, opened, path, ask):
+    text = path.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    targets, _ = read_annotations(text)
+    got = await _answer(client, opened, ask)
+    if ask.kind == "definition":
+        line, cols = targets[ask.args[0]]
+        start, end = got.range.start, got.range.end
+        assert start.line == line, (lines[start.line], lines[line])
+        if cols is not None:
+            assert (start.character, end.line, end.character) == (cols[0], line, cols[1])
+    elif ask.kind == "references":
+        count, token = int(ask.args[0]), ask.args[1]
+        assert len(got) == count
+        assert all(
+            lines[r.range.start.line][r.range.start.character : r.range.end.character] == token
+            for r in got
+        )
+    elif ask.kind == "hover":
+        assert got is not None and all(t in got.contents.value for t in ask.args), got
+    elif ask.kind == "hover-without":
+        assert got is None or not any(t in got.contents.value for t in ask.args)
+    elif ask.kind == "completion":
+        assert set(ask.args) <= {item.label for item in got.items}
+
+
+OUTLINES = [
+    pytest.param(path, id=path.stem)
+    for path in CASES
+    if OUTLINE.search(path.read_text(encoding="utf-8"))
+]
+
+
+@pytest.mark.parametrize("path", OUTLINES)
+async def test_outline(client: LanguageClient, opened, path):
+    name, labels, texts = OUTLINE.search(path.read_text(encoding="utf-8")).groups()
     symbols = await client.text_document_document_symbol_async(
-        types.DocumentSymbolParams(text_document=doc(client))
+        types.DocumentSymbolParams(text_document=opened)
     )
-    assert [s.name for s in symbols] == ["vec_add"]
-    assert [c.name for c in symbols[0].children] == ["DONE"]
-    assert "vec_add_param_n" in symbols[0].detail
+    assert [s.name for s in symbols] == [name]
+    assert [c.name for c in symbols[0].children] == labels.split()
+    assert all(t in symbols[0].detail for t in re.findall(r"\"([^\"]*)\"", texts))
 
 
-async def test_definition_of_a_register_is_its_reg_line(client: LanguageClient):
-    use = where("%f3", nth=1)  # st.global.f32 [%rd10], %f3;
-    loc = await client.text_document_definition_async(
-        types.DefinitionParams(text_document=doc(client), position=use)
-    )
-    line = LINES[loc.range.start.line]
-    assert line.strip().startswith(".reg .f32")
-    assert line[loc.range.start.character : loc.range.end.character] == "%f"
-
-
-async def test_definition_of_a_label_and_a_param(client: LanguageClient):
-    loc = await client.text_document_definition_async(
-        types.DefinitionParams(text_document=doc(client), position=where("DONE;", offset=1))
-    )
-    assert LINES[loc.range.start.line].startswith("DONE:")
-    loc = await client.text_document_definition_async(
-        types.DefinitionParams(
-            text_document=doc(client), position=where("[vec_add_param_b]", offset=3)
-        )
-    )
-    assert "param .u64 vec_add_param_b" in LINES[loc.range.start.line]
-
-
-async def test_references_of_a_register(client: LanguageClient):
-    refs = await client.text_document_references_async(
-        types.ReferenceParams(
-            text_document=doc(client),
-            position=where("%rd7", offset=1),
-            context=types.ReferenceContext(include_declaration=False),
-        )
-    )
-    # written by mul.wide, read by the three adds
-    assert len(refs) == 4
-    assert all(
-        LINES[r.range.start.line][r.range.start.character : r.range.end.character] == "%rd7"
-        for r in refs
-    )
-
-
-async def test_hover_on_register_and_param(client: LanguageClient):
-    h = await client.text_document_hover_async(
-        types.HoverParams(text_document=doc(client), position=where("%r5", nth=1, offset=1))
-    )
-    assert ".reg .b32 %r<6>" in h.contents.value
-    h = await client.text_document_hover_async(
-        types.HoverParams(text_document=doc(client), position=where("[vec_add_param_n]", offset=2))
-    )
-    assert "parameter 4 of `vec_add`" in h.contents.value and ".u32" in h.contents.value
-
-
-async def test_completion_offers_declared_registers(client: LanguageClient):
-    pos = where("%f3, %f1", offset=1)
-    result = await client.text_document_completion_async(
-        types.CompletionParams(text_document=doc(client), position=pos)
-    )
-    labels = {i.label for i in result.items}
-    assert {"%f1", "%f2", "%f3", "%rd10", "%p1"} <= labels
-
-
-async def test_hover_on_a_special_register_is_not_called_undeclared(client: LanguageClient):
-    h = await client.text_document_hover_async(
-        types.HoverParams(text_document=doc(client), position=where("%tid.x", offset=2))
-    )
-    assert h is None or "not declared" not in h.contents.value
-
-
-async def test_hover_on_the_entry_name_shows_ptxas_resources(client: LanguageClient):
-    h = await client.text_document_hover_async(
-        types.HoverParams(text_document=doc(client), position=where("vec_add(", offset=2))
-    )
-    assert h is not None
-    assert "registers: 12 per thread" in h.contents.value  # what ptxas -v says for this kernel
-    assert "occupancy" in h.contents.value
-
-
-async def test_hover_on_an_opcode_explains_it_and_its_modifiers(client: LanguageClient):
-    h = await client.text_document_hover_async(
-        types.HoverParams(text_document=doc(client), position=where("ld.global.f32", offset=3))
-    )
-    assert h is not None and "ld" in h.contents.value and ".global" in h.contents.value
+def test_every_question_of_the_corpus_is_asked():
+    kinds = {p.values[1].kind for p in QUESTIONS}
+    assert kinds == {"definition", "references", "hover", "hover-without", "completion"}
+    assert OUTLINES, "the outline is asked of at least one case"
