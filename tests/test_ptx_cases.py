@@ -44,7 +44,9 @@ from ptxls.toolchain.discovery import all_tools
 
 CASES = Path(__file__).parent / "data" / "ptx_cases"
 # The hand-written example every newcomer opens: no annotation, so no problem.
-FILES = sorted(CASES.rglob("*.ptx")) + [Path(__file__).parent.parent / "examples" / "vec_add.ptx"]
+FILES = [*sorted(CASES.glob("lints/*.ptx")), *sorted(CASES.glob("isa/*.ptx"))]
+FILES.append(Path(__file__).parent.parent / "examples" / "vec_add.ptx")
+# (navigation/ holds the editor-navigation corpus: test_lsp_navigation.py)
 
 CARET = re.compile(r"^//( *)(\^+) (\w+) ([\w-]+)((?: \"[^\"]*\")*)$")
 EXPECT = re.compile(r"^// expect: (\w+) ([\w-]+)((?: \"[^\"]*\")*)$")
