@@ -128,31 +128,31 @@ def _shown_path(path: Path, root: Path | None) -> str:
         return str(path)
 
 
-async def lower_nvcc(job: LowerJob, progress: Progress | None = None) -> LowerOutcome:
-    src = choose_kernel(job)
-    if isinstance(src, str):
-        return LowerOutcome(False, src)
-    arch = job.arch or "sm_90"
+async def _compiler_lowering(job: LowerJob, src: SourceKernel, arch: str):
+    """nvcc's or Triton's own PTX of ``src`` (NvccLowering / TritonLowering), or why not."""
     if job.backend == "triton":
         from .triton_reference import lower_with_triton
 
         if src.kind != "triton":
-            return LowerOutcome(
-                False, "the Triton reference lowering needs an @triton.jit function"
-            )
-        res = await lower_with_triton(job.text, file_path=str(job.source_path), kernel=src.name,
-                                      arch=arch, ptxas_path=job.ptxas_path)  # fmt: skip
-    elif src.kind != "cuda":
-        return LowerOutcome(False, "the nvcc reference lowering needs a CUDA __global__ kernel")
-    else:
-        res = await lower_with_nvcc(
-            job.text,
-            file_path=str(job.source_path),
-            kernel=src.name,
-            arch=arch,
-            nvcc_path=job.nvcc_path,
-            ptxas_path=job.ptxas_path,
-        )
+            return "the Triton reference lowering needs an @triton.jit function"
+        return await lower_with_triton(job.text, file_path=str(job.source_path), kernel=src.name,
+                                       arch=arch, ptxas_path=job.ptxas_path)  # fmt: skip
+    if src.kind != "cuda":
+        return "the nvcc reference lowering needs a CUDA __global__ kernel"
+    return await lower_with_nvcc(job.text, file_path=str(job.source_path), kernel=src.name,
+                                 arch=arch, nvcc_path=job.nvcc_path, ptxas_path=job.ptxas_path)  # fmt: skip
+
+
+async def lower_nvcc(job: LowerJob, progress: Progress | None = None) -> LowerOutcome:
+    """The compilers' reference lowering (``backend`` "nvcc" or "triton"): their PTX with the
+    provenance header, not GPU-tested."""
+    src = choose_kernel(job)
+    if isinstance(src, str):
+        return LowerOutcome(False, src)
+    arch = job.arch or "sm_90"
+    res = await _compiler_lowering(job, src, arch)
+    if isinstance(res, str):
+        return LowerOutcome(False, res)
     if not res.ok:
         return LowerOutcome(False, res.message, src.name, notes=res.notes, backend=job.backend)
     arch = getattr(res, "arch", "") or arch  # Triton's PTX targets sm_90a
