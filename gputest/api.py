@@ -231,7 +231,7 @@ class _Plan:
         if self.source.kind == "cuda":
             jobs = [build.compile_cuda(text, self.kernel, target, nvcc=opts.nvcc)]
         elif self.source.assembled is not None and self.source.assembled.arch == target:
-            jobs = [_ready(build.use_assembled(self.source.assembled))]
+            jobs = [_use(self.source.assembled)]
         else:
             jobs = [build.assemble_ptx(text, target, ptxas=opts.ptxas)]
         if self.ref_kind == "cuda" or self.with_baseline:
@@ -240,8 +240,8 @@ class _Plan:
         return jobs
 
 
-async def _ready(built: build.Built) -> build.Built:
-    return built
+async def _use(assembled: build.Assembled) -> build.Built:
+    return build.use_assembled(assembled)
 
 
 async def _run(
@@ -452,8 +452,9 @@ async def _discard(fut: asyncio.Future) -> None:
     """Cancel builds nobody needs and wait for their compilers to be killed."""
     fut.cancel()
     await asyncio.wait([fut])  # our own cancellation still propagates
-    if not fut.cancelled():
-        fut.exception()  # retrieved: no "exception was never retrieved" at exit
+    if not fut.cancelled() and fut.exception() is None:  # retrieved: no "never retrieved" at exit
+        for built in fut.result():
+            built.discard()  # a prebuilt cubin's copy (cached builds stay cached)
 
 
 def isa_notes(version: tuple[int, int] | None, device: dict, load_path: str) -> list[str]:

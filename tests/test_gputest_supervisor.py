@@ -228,3 +228,9 @@ async def test_a_prebuilt_cubin_is_loaded_instead_of_assembling_again(tmp_path):
     built = [r for r in tools.segments()["from the PTX"] if r.is_compile]
     assert len(built) == 1 and built[0].writes_cubin, built
     assert again.summary.startswith("cubin ") and again.summary.endswith("globals None")
+    # the prebuilt cubin's copy for the worker is gone after the test (nothing piles up in a
+    # long-lived server); the assembled one stays in the warm build cache
+    from ptxls.gputest.build import workdir
+
+    left = [p for p in workdir().rglob("*.cubin") if p.read_bytes() == cubin]
+    assert left == []
