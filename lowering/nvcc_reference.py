@@ -103,7 +103,7 @@ async def _lower_version(ptx: str, arch: str, ptxas_path: str | None) -> tuple[s
         tool = find_ptxas(ptxas_path)
     except ToolNotFound:
         return ptx, None
-    target = await choose_target(arch, ptxas_path=tool.path)
+    target = await choose_target(arch, ptxas_path=ptxas_path)  # the loop's cached answer
     if target.problem:
         return ptx, None
     cap = tuple(int(x) for x in target.isa.split("."))
