@@ -1,15 +1,13 @@
 """Performance feedback: what ``ptxas -v`` says about a kernel's resources (read by
-``ptxls.frontend.ptxas_report``), and the concrete ask that follows from it and from its time
-against the nvcc-compiled source."""
+``ptxls.frontend.ptxas_report`` from the compile check's own run), and the concrete ask that
+follows from it and from its time against the nvcc-compiled source."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-from ptxls.diagnostics.resources import usage_report
-from ptxls.frontend.ptxas_report import EntryUsage, entry_named
-from ptxls.toolchain.discovery import ToolNotFound
+from ptxls.frontend.ptxas_report import EntryUsage
 
 
 @dataclass
@@ -43,18 +41,6 @@ class Resources:
             f"{self.registers} registers, {spills} bytes spilled, {self.stack} bytes stack, "
             f"{self.smem} bytes shared memory"
         )
-
-
-async def resource_usage(
-    ptx: str, kernel: str | None = None, *, arch: str = "sm_90", ptxas_path: str | None = None
-) -> Resources:
-    """``kernel``'s usage (the first entry's when None) from a ``ptxas -v`` run; nothing known
-    when there is no ptxas or it rejects the PTX."""
-    try:
-        report = await usage_report(ptx, arch, ptxas_path)
-    except (ToolNotFound, OSError):
-        return Resources()
-    return Resources.from_usage(entry_named(report.entries, kernel), report.tool)
 
 
 def perf_feedback(

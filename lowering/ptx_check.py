@@ -27,6 +27,7 @@ from ptxls.diagnostics.engine import (
 from ptxls.diagnostics.model import Problem, Severity
 from ptxls.frontend.c_types import c_type_bits
 from ptxls.frontend.ptx import PtxModule
+from ptxls.frontend.ptxas_report import entry_named
 
 from .perf import Resources
 
@@ -54,19 +55,7 @@ class CompileCheck:
 
     def resources(self, kernel: str | None = None) -> Resources:
         """``kernel``'s usage (the first entry's when None) as the perf feedback reads it."""
-        entries = [u for u in self.usage if u.is_entry] or list(self.usage)
-        u = next((u for u in entries if u.name == kernel), None) if kernel else None
-        u = u or (entries[0] if entries and not kernel else None)
-        if u is None:
-            return Resources(tool=self.tool)
-        return Resources(
-            registers=u.registers,
-            spill_stores=u.spill_stores,
-            spill_loads=u.spill_loads,
-            stack=u.stack_frame,
-            smem=u.shared_static,
-            tool=self.tool,
-        )
+        return Resources.from_usage(entry_named(self.usage, kernel), self.tool)
 
 
 def quote_line(lines: list[str], line: int, context: int = CONTEXT_LINES) -> str:

@@ -7,8 +7,10 @@ import random
 
 import pytest
 
+from ptxls.diagnostics.resources import usage_report
 from ptxls.frontend.ptxas_report import entry_named, parse_ptxas_verbose
-from ptxls.lowering.perf import Resources, resource_usage
+from ptxls.lowering.perf import Resources
+from ptxls.toolchain.discovery import ToolNotFound, find_ptxas
 
 # An entry that calls a .func: the helper's "Function properties" come after the entry's.
 ENTRY_THEN_HELPER = """\
@@ -41,7 +43,11 @@ def test_the_entry_keeps_its_own_numbers_when_a_helper_follows():
     assert Resources.from_usage(None).registers is None
 
 
-async def test_the_loop_reads_a_real_ptxas_run_by_kernel_name():
+async def test_a_real_ptxas_run_is_read_by_kernel_name():
+    try:
+        find_ptxas()
+    except ToolNotFound:
+        pytest.skip("needs ptxas (pip install nvidia-cuda-nvcc)")
     ptx = """.version 8.0
 .target sm_90
 .address_size 64
@@ -55,11 +61,11 @@ async def test_the_loop_reads_a_real_ptxas_run_by_kernel_name():
     ret;
 }
 """
-    res = await resource_usage(ptx, "second", arch="sm_90")
-    if not res.tool:
-        pytest.skip("needs ptxas (pip install nvidia-cuda-nvcc)")
+    report = await usage_report(ptx, "sm_90")
+    assert report.error == "" and sorted(u.name for u in report.entries) == ["first", "second"]
+    res = Resources.from_usage(entry_named(report.entries, "second"), report.tool)
     assert res.registers is not None and res.registers > 0 and "ptxas" in res.tool
-    assert (await resource_usage(ptx, "nope", arch="sm_90")).registers is None
+    assert entry_named(report.entries, "nope") is None
 
 
 @pytest.mark.parametrize("seed", range(3))
