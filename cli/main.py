@@ -1,4 +1,4 @@
-"""The ``ptxls`` command: serve, check, usage, test, lower, bench, doctor, demo.
+"""The ``ptxls`` command: serve, check, usage, test, lower, bench, sass, doctor, demo.
 
 Every subcommand runs the same engines the language server uses, so what the editor shows and
 what the terminal prints agree.
