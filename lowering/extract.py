@@ -545,10 +545,16 @@ _ELISION_PHRASES = re.compile(
     r"elided|for brevity|not shown|previous version|snip(?:ped)?|and so on|etc\.?$|"
     # "TODO: fill in the loads", "(identical to above)", "[same code as in your kernel]",
     # "<existing code>", "as in the original": a pointer to code that is not there
-    r"fill (?:in|this)|identical to (?:above|before|the|your)|(?:existing|same) "
-    r"(?:code|instructions|loads|stores|body)|as in (?:the |your )?(?:original|previous|"
-    r"earlier|above|first))"
+    r"fill (?:in|this)|identical to (?:above|before|the|your)|as in (?:the |your )?"
+    r"(?:original|previous|earlier|above|first))"
 )
+# "<existing code>", "// same loads as before", "(same body here)" point at code that is not
+# there; "the same loads with .L1::no_allocate ran at 0.96x" is prose comparing two versions.
+# So the phrase is an elision in a short comment, or when it points somewhere.
+_SAME_CODE = re.compile(
+    r"(?i)\b(?:existing|same) (?:code|instructions|loads|stores|body)\b(?P<rest>.*)"
+)
+_POINTS_ELSEWHERE = re.compile(r"(?i)^\s*(?:as|here|again|from|in|goes|continues)\b")
 _MATH = re.compile(r"[-+*/=<>,\[\]^%]|\b(?:to|for|sum|from)\b")
 _UNCHANGED = re.compile(r"(?i)\bunchanged\b")
 # what is unchanged must be code ("rest unchanged", "loop body unchanged"): "n stays
@@ -593,6 +599,9 @@ def find_elision(ptx: str) -> tuple[int, str] | None:
         if not comment:
             continue
         if _ELISION_PHRASES.search(comment):
+            return no, stripped
+        same = _SAME_CODE.search(comment)
+        if same and (len(comment.split()) <= 6 or _POINTS_ELSEWHERE.match(same.group("rest"))):
             return no, stripped
         if _ELLIPSIS.search(comment):
             # "// ..." or "// ... more loads" leaves code out; "x[0] + ... + x[i]" or

@@ -171,6 +171,8 @@ def test_no_ptx_in_this_repository_reads_as_elided():
         "    …",
         "/* remaining code as above */",
         "// unchanged",
+        "// <existing code>",
+        "// same loads as before",
     ],
 )
 def test_elision_markers_make_a_reply_incomplete(marker):
@@ -179,6 +181,23 @@ def test_elision_markers_make_a_reply_incomplete(marker):
     assert ext.incomplete and not ext.candidate and ext.ptx is None
     line = ptx.split("\n").index(marker) + 1
     assert f"line {line} of the PTX" in ext.problem and "whole kernel" in ext.problem
+
+
+@pytest.mark.parametrize(
+    "comment",
+    [
+        # prose comparing two versions of the code, written by the library's own authors
+        "// Plain ld.global.nc: the same loads with .L1::no_allocate ran at 0.96x the nvcc build",
+        "// x[0] + ... + x[i]",
+        "// %r1 stays unchanged across the loop",
+    ],
+)
+def test_comments_that_describe_code_are_not_elisions(comment):
+    ptx = REFERENCE["vec_add"].replace(
+        "    cvta.to.global.u64  %rd5, %rd2;", f"{comment}\n    cvta.to.global.u64  %rd5, %rd2;"
+    )
+    ext = extract_ptx(f"```ptx\n{ptx}```", "vec_add")
+    assert ext.candidate and not ext.incomplete, ext.problem
 
 
 # ---- linear time
