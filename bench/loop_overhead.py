@@ -40,9 +40,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # tool_counter
 
-from tool_counter import ReaderCounter, ToolCounter  # noqa: E402
+from tool_counter import ReaderCounter, ToolCounter
 
-from lowering_common import ROOT, machine  # noqa: E402
+from lowering_common import ROOT, machine
 
 
 def _unique(ptx: str, tag: str) -> str:
@@ -199,8 +199,8 @@ def _summarize(samples: list[list[dict]], tails: list[dict], walls: list[float])
 
 async def run_scenario(scenario: str, repeats: int, needs_isa) -> dict:
     # import everything the loop reaches before wrapping the readers
-    import ptxls.gputest.api  # noqa: F401
-    import ptxls.gputest.worker  # noqa: F401
+    import ptxls.gputest.api
+    import ptxls.gputest.worker
     import ptxls.lowering.service  # noqa: F401
 
     samples, tails, walls = [], [], []

@@ -97,7 +97,7 @@ def machine() -> dict:
 
     try:
         ptxas = find_ptxas().describe()
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         ptxas = f"none ({e})"
     return {
         "host": platform.node(),

@@ -170,7 +170,7 @@ async def main_async(args) -> dict:
             verifier_factory=lambda: gpu_verifier(reference_cuda=cu, supervisor=sup, time_it=False),
         )
         results["overhead_compile_only"] = await measure_overhead(args.repeats)
-    except Exception:  # noqa: BLE001 - record it; the run's file must still be written
+    except Exception:  # record it; the run's file must still be written
         results["failures"].append(traceback.format_exc())
     finally:
         await sup.close()

@@ -60,7 +60,7 @@ class Worker:
                 lambda case: _send({"progress": f"case n={case['n']} done", "case": case}),
             )
             return True
-        except Exception as e:  # noqa: BLE001 - every way of having no GPU becomes a reason
+        except Exception as e:  # every way of having no GPU becomes a reason
             self.no_device = no_device_reason(e)
             return False
 
@@ -114,7 +114,7 @@ class Worker:
         except cd.CudaError as e:
             return {"ok": False, "sticky": e.sticky, "cuda_error": e.name, "error": str(e),
                     "result": {"cases": cases, "load": load}}  # fmt: skip
-        except Exception as e:  # noqa: BLE001 - a bad spec or reference is data, not a crash
+        except Exception as e:  # a bad spec or reference is data, not a crash
             return {"ok": False, "sticky": False, "error": f"{type(e).__name__}: {e}",
                     "result": {"cases": cases, "load": load}}  # fmt: skip
         finally:
@@ -190,7 +190,7 @@ def main() -> int:
                 return 0
             reply = worker.hello(req) if op == "hello" else worker.run(req) if op == "run" else {
                 "ok": False, "error": f"unknown op {op!r}"}  # fmt: skip
-        except Exception:  # noqa: BLE001 - report, never die silently
+        except Exception:  # report, never die silently
             reply = {"ok": False, "sticky": True, "error": "worker bug:\n" + traceback.format_exc()}
         _send(reply)
         if reply.get("sticky"):

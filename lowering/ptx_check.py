@@ -180,7 +180,7 @@ def accepted_targets(ptxas_path: str | None = None) -> list[str]:
         from ptxls.toolchain.discovery import find_ptxas
 
         tool = find_ptxas(ptxas_path)
-    except Exception:  # noqa: BLE001 - no ptxas: no list
+    except Exception:  # no ptxas: no list
         return []
     if tool.path in _HELP_TARGETS:
         return _HELP_TARGETS[tool.path]

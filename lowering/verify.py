@@ -69,11 +69,11 @@ async def gpu_availability() -> tuple[bool, str]:
     """(available, reason) from the GPU-test harness; never raises."""
     try:
         from ptxls.gputest import api
-    except Exception as e:  # noqa: BLE001 - a harness that cannot import means "no GPU testing"
+    except Exception as e:  # a harness that cannot import means "no GPU testing"
         return False, f"GPU test harness unavailable: {type(e).__name__}: {e}"
     try:
         ok, reason = await api.gpu_available()
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         return False, f"GPU check failed: {type(e).__name__}: {e}"
     return bool(ok), str(reason)
 
