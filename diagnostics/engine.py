@@ -299,10 +299,13 @@ async def check_document(
 
 
 async def _check_cuda(text: str, opts: CudaCheckOptions) -> CheckResult:
+    # choose_arch may probe the GPU (a child process, the first time): a worker thread, never
+    # the event loop (as check_ptx does)
+    arch = await asyncio.to_thread(choose_arch, opts.arch, None)
     return await check_cuda(
         text,
         file_path=opts.file_path,
-        arch=choose_arch(opts.arch, None),
+        arch=arch,
         nvcc_path=opts.nvcc_path,
         timeout=opts.timeout,
     )

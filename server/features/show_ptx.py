@@ -9,6 +9,7 @@ answers ``{ok, summary, uri, ptx}``.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from ptxls.lowering import safe_write
@@ -62,12 +63,10 @@ async def show(ls: PtxlsServer, uri: str = "", kernel: str = "", *_rest) -> dict
             "ok": False,
             "summary": "ptxls.showPtx needs the kernel's name (arguments: uri, kernel)",
         }
+    # choose_arch may ask the local GPU (a child process, the first time): not on the event loop
+    arch = await asyncio.to_thread(choose_arch, ls.settings.arch, None)
     shown = await show_ptx(
-        text,
-        kernel=kernel,
-        file_path=path,
-        arch=choose_arch(ls.settings.arch, None),
-        nvcc_path=ls.settings.nvcc_path,
+        text, kernel=kernel, file_path=path, arch=arch, nvcc_path=ls.settings.nvcc_path
     )
     if not shown.ok:
         return {"ok": False, "summary": shown.message}
