@@ -19,6 +19,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ptxls.frontend.cuda import find_kernels
+from ptxls.frontend.ptx import find_entries
+from ptxls.frontend.triton import read_triton
+
 from .library import Example, load_examples
 
 # Code patterns that point at a family, with their weight. Regexes on the raw request text.
@@ -70,14 +74,14 @@ class Scored:
     why: tuple[str, ...]  # what matched, for the transcript
 
 
-_DEFINED = re.compile(
-    r"__global__\s+(?:__launch_bounds__\([^)]*\)\s*)?\w+\s+(\w+)\s*\(|\.entry\s+(\w+)|\bdef\s+(\w+)\s*\("
-)
-
-
 def defined_kernels(request: str) -> set[str]:
-    """Names of the kernels the request itself defines (CUDA, PTX or Triton/Python)."""
-    return {next(g for g in m.groups() if g) for m in _DEFINED.finditer(request)}
+    """Names of the kernels the request itself defines (CUDA, PTX or Triton), read by the
+    project's own readers: a kernel being lowered must not come back as its own example."""
+    return (
+        {k.name for k in find_kernels(request)}
+        | {e.name for e in find_entries(request)}
+        | {k.name for k in read_triton(request).kernels}
+    )
 
 
 def score_examples(

@@ -99,3 +99,13 @@ def c_type_bits(c_type: str) -> int | None:
     base = _base_words(c_type)
     found = _BY_C_NAME.get(base)
     return found.bits if found else _OTHER_BITS.get(base)
+
+
+# PTX scalar types by width, from the table above (.u64/.s64/.b64/.f64 → 64, ..., .b8 → 8)
+_PTX_TYPE_BITS = {p: t.bits for t in C_TYPES.values() for p in t.ptx_types}
+
+
+def ptx_type_bits(ptx_type: str) -> int | None:
+    """Width in bits of a PTX scalar type ('.u64' → 64, '.bf16' → 16); None for others
+    (.pred, vectors, arrays)."""
+    return _PTX_TYPE_BITS.get(ptx_type)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ptxls.frontend.c_types import ptx_type_bits
 from ptxls.frontend.cuda import find_kernels
 from ptxls.frontend.ptx import find_entries, provenance_source
 
@@ -145,9 +146,6 @@ def spec_for_ptx(
 
 
 # bytes of a .param of each type; a type not here (a byte array "…[]", .pred) is not judged
-_PARAM_BYTES = {".u64": 8, ".s64": 8, ".b64": 8, ".f64": 8, ".u32": 4, ".s32": 4, ".b32": 4,
-                ".f32": 4, ".u16": 2, ".s16": 2, ".b16": 2, ".f16": 2, ".bf16": 2, ".u8": 1,
-                ".s8": 1, ".b8": 1}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -177,7 +175,8 @@ def abi_mismatches(
         return [AbiMismatch(None, str(len(param_types)))]
     out = []
     for i, (t, want) in enumerate(zip(param_types, expected, strict=True)):
-        size = _PARAM_BYTES.get(t)
+        bits = ptx_type_bits(t)
+        size = bits // 8 if bits else None
         if size is not None and want.size is not None and size != want.size:
             out.append(AbiMismatch(i, t, want))
     return out

@@ -88,3 +88,7 @@ def test_the_kernel_the_request_defines_is_never_returned():
     assert [e.family for e in picked][0] == "reduction"
     ptx = ".visible .entry transpose(\n .param .u64 p\n)\n{ ret; }  // transpose"
     assert "transpose" not in [e.name for e in pick_examples(ptx, 3)]
+    triton = "import triton\n@triton.jit\ndef layernorm_rows(x_ptr, y_ptr, n):\n    pass\n"
+    assert defined_kernels(triton) == {"layernorm_rows"}
+    # a kernel only mentioned in a comment is not defined by the request
+    assert defined_kernels("// like __global__ void transpose(float* a) {}\nmake it fast") == set()

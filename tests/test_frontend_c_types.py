@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ptxls.frontend.c_types import C_TYPES, c_type_bits, element_type
+from ptxls.frontend.c_types import C_TYPES, c_type_bits, element_type, ptx_type_bits
 from ptxls.gputest.dtypes import DTYPES, from_cuda
 from ptxls.lowering.ptx_check import ExpectedParam
 
@@ -45,3 +45,12 @@ def test_the_gpu_tests_element_types_are_the_table():
             assert from_cuda(f"const volatile {spelling}") is dt
             assert c_type_bits(spelling) == c.bits
     assert from_cuda("Pair<int, float>") is None and element_type("") is None
+
+
+def test_ptx_scalar_types_have_the_widths_the_isa_gives():
+    # PTX ISA, "Fundamental types": the width is the number in the type's name
+    widths = {".u64": 64, ".s64": 64, ".b64": 64, ".f64": 64, ".u32": 32, ".s32": 32,
+              ".b32": 32, ".f32": 32, ".u16": 16, ".s16": 16, ".b16": 16, ".f16": 16,
+              ".bf16": 16, ".u8": 8, ".s8": 8, ".b8": 8}  # fmt: skip
+    assert {t: ptx_type_bits(t) for t in widths} == widths
+    assert ptx_type_bits(".pred") is None and ptx_type_bits(".v4.f32") is None

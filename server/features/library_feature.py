@@ -16,6 +16,7 @@ from lsprotocol import types
 
 from ptxls.fewshot.library import Example, load_examples
 from ptxls.fewshot.measured import load_measured
+from ptxls.frontend.ptx import find_entries
 
 from .. import convert
 from ..app import PtxlsServer, short_name
@@ -23,7 +24,6 @@ from ..convert import Completion
 from .show_ptx import show_result
 
 COMMAND = "ptxls.openLibraryKernel"
-_ENTRY = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)")
 _HEADER = re.compile(r"^\s*\.(version|target|address_size)\b", re.MULTILINE)
 
 
@@ -81,17 +81,22 @@ def hover(ls: PtxlsServer, params: types.HoverParams) -> types.Hover | None:
     line = params.position.line
     if doc is None or line >= len(doc.lines):
         return None
-    m = _ENTRY.search(doc.lines[line])
-    if not m or not (m.start(1) <= params.position.character <= m.end(1)):
+    # the PTX reader on the hovered line alone: an .entry header starts on one line, and a
+    # commented-out '// .entry softmax_rows' is no kernel
+    entry = next(iter(find_entries(doc.lines[line])), None)
+    if entry is None:
+        return None
+    start, end = entry.col, entry.col + len(entry.name)
+    if not (start <= params.position.character <= end):
         return None
     examples, figures = _library()
-    ex = next((e for e in examples if e.name == m.group(1)), None)
+    ex = next((e for e in examples if e.name == entry.name), None)
     if ex is None:
         return None
     fig = figures.get(ex.name)
     text = fig.markdown() if fig else f"**{ex.name}** — library kernel, not benchmarked yet"
     text += f"\n\nptxls library: {_title(ex)} (`fewshot/kernels/{ex.name}`)"
-    return convert.markdown_hover(text, convert.line_range(line, m.start(1), m.end(1)))
+    return convert.markdown_hover(text, convert.line_range(line, start, end))
 
 
 async def open_kernel(ls: PtxlsServer, uri: str = "", name: str = "", *_rest) -> dict:
