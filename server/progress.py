@@ -46,3 +46,47 @@ class CommandProgress:
     def end(self, message: str) -> None:
         if self.enabled:
             self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
+
+
+class Stopped(Exception):
+    """A tracked command ended without a result: ``status`` is "cancelled" (the person
+    cancelled it) or "error" (the work raised; ``summary`` names the exception)."""
+
+    def __init__(self, status: str, summary: str):
+        super().__init__(summary)
+        self.status, self.summary = status, summary
+
+
+async def run_tracked(ls, progress: CommandProgress, work, running: dict, key, owner):
+    """Run the coroutine ``work`` as a task the person can cancel from the progress
+    notification, listed in ``running[key]`` while it runs (code lenses say "running").
+    Returns its result; raises ``Stopped`` when it was cancelled or failed, after ending the
+    progress. A bug in the work is logged against ``owner`` and never takes the server down."""
+    task = asyncio.get_running_loop().create_task(work)
+    running[key] = task
+    ls.refresh_code_lenses()
+    try:
+        return await _unless_cancelled(task, progress)
+    except asyncio.CancelledError:
+        progress.end("cancelled")
+        raise Stopped("cancelled", "cancelled") from None
+    except Exception as e:
+        ls.report_server_error(e, owner)
+        progress.end("failed")
+        raise Stopped("error", f"{type(e).__name__}: {e}") from e
+    finally:
+        if running.get(key) is task:
+            del running[key]
+
+
+async def _unless_cancelled(task: asyncio.Task, progress: CommandProgress):
+    """The task's result; CancelledError (the task cancelled) when the person cancels."""
+    cancel_wait = asyncio.ensure_future(progress.cancel.wait())
+    try:
+        done, _ = await asyncio.wait({task, cancel_wait}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        cancel_wait.cancel()
+    if task not in done:
+        task.cancel()
+        raise asyncio.CancelledError
+    return task.result()

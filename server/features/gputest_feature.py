@@ -21,7 +21,7 @@ from ptxls.gputest.report import NO_GPU, TestReport, short_tokens
 
 from .. import convert
 from ..app import PtxlsServer, short_name
-from ..progress import CommandProgress
+from ..progress import CommandProgress, Stopped, run_tracked
 from ..uris import to_path
 
 log = logging.getLogger("ptxls")
@@ -195,23 +195,11 @@ async def run_gpu_test(ls: PtxlsServer, *args) -> dict:
     version = doc.version
     progress = CommandProgress(ls, f"ptxls: GPU test of {short_name(kernel)}")
     await progress.begin()
-    task = asyncio.get_running_loop().create_task(
-        _test(ls, lang, doc.source, kernel, to_path(uri), progress)
-    )
-    state.running[key] = task
-    ls.refresh_code_lenses()
+    work = _test(ls, lang, doc.source, kernel, to_path(uri), progress)
     try:
-        report = await _wait_unless_cancelled(task, progress)
-    except asyncio.CancelledError:
-        progress.end("cancelled")
-        return _refused("cancelled", "cancelled")
-    except Exception as e:  # a bug in the harness must not take the server down
-        ls.report_server_error(e, run_gpu_test)
-        progress.end("failed")
-        return _refused("error", short_tokens(f"{type(e).__name__}: {e}"))
-    finally:
-        if state.running.get(key) is task:
-            del state.running[key]
+        report = await run_tracked(ls, progress, work, state.running, key, run_gpu_test)
+    except Stopped as stop:
+        return _refused(stop.status, short_tokens(stop.summary))
     state.results[key] = CachedResult(version, report)
     return _finish(ls, uri, report, progress)
 
@@ -228,19 +216,6 @@ async def _test(ls: PtxlsServer, lang: str, text: str, kernel: str, path, progre
     return await api.run_gpu_test_cuda(
         text, kernel, path=path or "", on_progress=progress.report, **kw
     )
-
-
-async def _wait_unless_cancelled(task: asyncio.Task, progress: CommandProgress) -> TestReport:
-    """The task's report; CancelledError (the task cancelled) when the person cancels."""
-    cancel_wait = asyncio.ensure_future(progress.cancel.wait())
-    try:
-        done, _ = await asyncio.wait({task, cancel_wait}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        cancel_wait.cancel()
-    if task not in done:
-        task.cancel()
-        raise asyncio.CancelledError
-    return task.result()
 
 
 def _finish(ls: PtxlsServer, uri: str, report: TestReport, progress: CommandProgress) -> dict:

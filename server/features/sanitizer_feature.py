@@ -23,7 +23,7 @@ from ptxls.gputest.sanitize import SanitizeOptions, SanitizeResult, format_resul
 
 from .. import convert
 from ..app import PtxlsServer, short_name
-from ..progress import CommandProgress
+from ..progress import CommandProgress, Stopped, run_tracked
 from ..uris import to_path
 
 COMMAND = "ptxls.runSanitizer"
@@ -192,22 +192,12 @@ async def run_sanitizer(ls: PtxlsServer, *args) -> dict:
     s = ls.settings
     opts = SanitizeOptions(tools=tools, ptxas=s.ptxas_path, arch=s.arch,
                            trusted=ls.workspace_trusted, on_progress=progress.report)  # fmt: skip
-    task = asyncio.get_running_loop().create_task(_sanitize(doc.source, kernel, to_path(uri), opts))
-    state.running[key] = task
     version = doc.version
-    ls.refresh_code_lenses()
+    work = _sanitize(doc.source, kernel, to_path(uri), opts)
     try:
-        result = await _wait_unless_cancelled(task, progress)
-    except asyncio.CancelledError:
-        progress.end("cancelled")
-        return _refused("cancelled", "cancelled")
-    except Exception as e:  # a bug in the harness must not take the server down
-        ls.report_server_error(e, run_sanitizer)
-        progress.end("failed")
-        return _refused("error", short_tokens(f"{type(e).__name__}: {e}"))
-    finally:
-        if state.running.get(key) is task:
-            del state.running[key]
+        result = await run_tracked(ls, progress, work, state.running, key, run_sanitizer)
+    except Stopped as stop:
+        return _refused(stop.status, short_tokens(stop.summary))
     state.results[key] = CachedSanitize(version, result)
     progress.end(short_tokens(result.summary)[:200])
     if result.status in ("no-gpu", "no-sanitizer"):
@@ -222,18 +212,6 @@ async def _sanitize(text: str, kernel: str, path, opts: SanitizeOptions) -> Sani
     from ptxls.gputest.sanitize import sanitize_ptx
 
     return await sanitize_ptx(text, kernel, ptx_path=path, options=opts)
-
-
-async def _wait_unless_cancelled(task: asyncio.Task, progress: CommandProgress) -> SanitizeResult:
-    cancel_wait = asyncio.ensure_future(progress.cancel.wait())
-    try:
-        done, _ = await asyncio.wait({task, cancel_wait}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        cancel_wait.cancel()
-    if task not in done:
-        task.cancel()
-        raise asyncio.CancelledError
-    return task.result()
 
 
 def register(server: PtxlsServer) -> None:
