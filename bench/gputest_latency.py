@@ -21,7 +21,7 @@ from ptxls.gputest import build
 from ptxls.gputest.api import format_table, run_gpu_test
 from ptxls.gputest.supervisor import Supervisor
 
-from machine import gpu_name  # noqa: E402 - bench/ is the script's folder
+from machine import gpu_name  # bench/ is the script's folder
 
 ROOT = Path(__file__).resolve().parent.parent
 

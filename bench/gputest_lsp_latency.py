@@ -25,7 +25,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from machine import gpu_name  # noqa: E402 - bench/ is the script's folder
+from machine import gpu_name  # bench/ is the script's folder
 
 ROOT = Path(__file__).resolve().parent.parent
 

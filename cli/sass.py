@@ -23,7 +23,7 @@ from .output_format import add_format_argument, chosen_format
 EXIT_OK, EXIT_PROBLEMS, EXIT_CANNOT_RUN = 0, 1, 2
 
 
-def add_parser(subparsers) -> None:  # noqa: ANN001 - argparse's private subparsers type
+def add_parser(subparsers) -> None:  # argparse's private subparsers type
     p = subparsers.add_parser(
         "sass",
         help="SASS of a .ptx/.cu kernel with each instruction under its PTX line (no GPU needed)",
@@ -119,7 +119,7 @@ def _triton_kernel(text: str, asked: str | None) -> str:
     return f"no --kernel given, and there are several: {', '.join(names)}"
 
 
-def _print(report, args: argparse.Namespace) -> int:  # noqa: ANN001 - a SassReport
+def _print(report, args: argparse.Namespace) -> int:  # a SassReport
     from ptxls.diagnostics.sass_view import render_markdown, render_text, to_json
 
     fmt = chosen_format(args)

@@ -167,7 +167,7 @@ def plain_name(mangled: str) -> str:
     return mangled[m.end() : m.end() + int(m.group(1))] or mangled
 
 
-def _ptxas_errors(run, lined: LineInfoText, timeout: float) -> list[str]:  # noqa: ANN001
+def _ptxas_errors(run, lined: LineInfoText, timeout: float) -> list[str]:
     if run.timed_out:
         return [f"ptxas did not finish within {timeout:g} s"]
     said = [ln for ln in (run.stderr + "\n" + run.stdout).splitlines() if ln.strip()]

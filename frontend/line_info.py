@@ -59,7 +59,7 @@ def add_line_info(ptx_text: str, file_name: str) -> LineInfoText:
     """Like `with_line_info`, and says where the lines point (see `LineInfoText`)."""
     try:
         return _add_line_info(ptx_text, file_name)
-    except Exception:  # noqa: BLE001 - a reader never fails on user text: give it back untouched
+    except Exception:  # a reader never fails on user text: give it back untouched
         return LineInfoText(ptx_text, "none", file_name, 0)
 
 

@@ -20,7 +20,7 @@ from .dtypes import DTYPES, to_float64
 
 def _ops():
     import torch
-    import torch.nn.functional as F  # noqa: N812 - torch's own spelling
+    import torch.nn.functional as F  # torch's own spelling
 
     def gelu_bias(x, b, n, cols):
         return F.gelu(x.view(-1, cols) + b, approximate="tanh")
@@ -109,7 +109,7 @@ def time_torch(torch_spec: dict, spec, host_inputs: dict, env: dict, expected: d
         torch.cuda.synchronize()
         torch.cuda.empty_cache()  # give the memory back to the harness's allocations
         return result
-    except Exception as e:  # noqa: BLE001 - a baseline that cannot run is a note, not a failure
+    except Exception as e:  # a baseline that cannot run is a note, not a failure
         return {"torch_error": f"{type(e).__name__}: {e}"}
 
 

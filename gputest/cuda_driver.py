@@ -34,7 +34,7 @@ def _name(code) -> str:
     try:
         err, s = cu.cuGetErrorName(code)
         return s.decode() if err == cu.CUresult.CUDA_SUCCESS else str(code)
-    except Exception:  # noqa: BLE001 - a name lookup must never hide the real error
+    except Exception:  # a name lookup must never hide the real error
         return str(code)
 
 
@@ -42,7 +42,7 @@ def _text(code) -> str:
     try:
         err, s = cu.cuGetErrorString(code)
         return s.decode() if err == cu.CUresult.CUDA_SUCCESS else ""
-    except Exception:  # noqa: BLE001
+    except Exception:
         return ""
 
 

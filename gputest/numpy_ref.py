@@ -579,7 +579,7 @@ def _run_trusted(program: str, names: dict) -> dict:
     ns.update({"np": np, "numpy": np, "math": math_module, **names})
     before = set(ns)
     with np.errstate(all="ignore"):
-        exec(compile(program.strip(), "<ref>", "exec"), ns)  # noqa: S102 - trusted workspace only
+        exec(compile(program.strip(), "<ref>", "exec"), ns)  # trusted workspace only
     return {
         k: v
         for k, v in ns.items()

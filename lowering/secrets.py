@@ -382,7 +382,7 @@ class ScrubbingStream(io.TextIOBase):
         return bool(getattr(self._inner, "isatty", lambda: False)())
 
     @property
-    def encoding(self):  # noqa: D401 - mirror the wrapped stream
+    def encoding(self):  # mirror the wrapped stream
         return getattr(self._inner, "encoding", "utf-8")
 
     def fileno(self) -> int:
@@ -399,7 +399,7 @@ class ScrubLogFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             message = record.getMessage()
-        except Exception:  # noqa: BLE001 - a bad format string: keep what there is
+        except Exception:  # a bad format string: keep what there is
             message = str(record.msg)
         record.msg, record.args = scrub(message), None
         if record.exc_info and not record.exc_text:

@@ -37,11 +37,11 @@ def recording_client() -> LanguageClient:
     client.protocol.fm.features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = on_publish
 
     @client.feature("ptxls/status")
-    def on_status(params) -> None:  # noqa: ANN001
+    def on_status(params) -> None:
         client.notifications.append(("ptxls/status", params))
 
     @client.feature("ptxls/fileStatus")
-    def on_file_status(params) -> None:  # noqa: ANN001
+    def on_file_status(params) -> None:
         client.notifications.append(("ptxls/fileStatus", params))
 
     return client

@@ -182,7 +182,7 @@ def _make_handler(owner: ScriptedLLM):
             self.end_headers()
             self.wfile.write(data)
 
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        def do_GET(self) -> None:  # http.server's naming
             owner.requests.append(
                 Seen(self.path, {}, {k.lower(): v for k, v in self.headers.items()}, time.time())
             )
@@ -202,7 +202,7 @@ def _make_handler(owner: ScriptedLLM):
                     404, {"error": {"message": f"no route {self.path}", "type": "not_found"}}
                 )
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
             try:

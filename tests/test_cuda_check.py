@@ -46,7 +46,7 @@ async def test_without_nvcc_nvrtc_answers_the_same(tmp_path):
         from cuda.bindings import nvrtc
 
         nvrtc.nvrtcVersion()
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         pytest.skip(f"NVRTC not loadable: {e}")
     result = await check_cuda(
         SRC, file_path=str(tmp_path / "k.cu"), nvcc_path=str(tmp_path / "no-nvcc")

@@ -69,10 +69,10 @@ class FakeDevice:
     def synchronize(self) -> None:
         pass
 
-    def launch(self, fn, grid, block, shared, args) -> None:  # noqa: ANN001
+    def launch(self, fn, grid, block, shared, args) -> None:
         self.clock += fn(self, [int(a[0]) for a in args])
 
-    def call(self, name: str, *args):  # noqa: ANN002
+    def call(self, name: str, *args):
         assert name == "cuModuleGetGlobal"
         global_name = args[1].decode()
         if global_name not in self.globals:

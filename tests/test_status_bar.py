@@ -30,7 +30,7 @@ async def _next(client: LanguageClient, method: str, predicate, timeout: float =
     raise AssertionError(f"no {method} matching; got {client.notifications}")
 
 
-def _get(params, key):  # noqa: ANN001 - pygls hands custom notifications over as objects
+def _get(params, key):  # pygls hands custom notifications over as objects
     return getattr(params, key, None) if not isinstance(params, dict) else params.get(key)
 
 

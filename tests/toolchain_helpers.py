@@ -18,11 +18,11 @@ def nvccs() -> list:
     ]
 
 
-def nvcc_id(tool) -> str:  # noqa: ANN001
+def nvcc_id(tool) -> str:
     return f"nvcc-{tool.version}-{tool.origin.split()[0]}" if tool else "none"
 
 
-def nvcc_ptx(nvcc, cu: Path, tmp_path: Path, *, arch: str = "sm_90", opt: str = "-O3") -> str:  # noqa: ANN001
+def nvcc_ptx(nvcc, cu: Path, tmp_path: Path, *, arch: str = "sm_90", opt: str = "-O3") -> str:
     out = tmp_path / f"{cu.stem}.{arch}{opt}.ptx"
     includes = [f"-I{d}" for d in cuda_include_dirs()]
     subprocess.run(

@@ -222,7 +222,7 @@ def on_save(ls: PtxlsServer, params: types.DidSaveTextDocumentParams) -> None:
     asyncio.get_running_loop().create_task(refresh())
 
 
-def on_close(ls: PtxlsServer, params) -> None:  # noqa: ANN001 - DidCloseTextDocumentParams
+def on_close(ls: PtxlsServer, params) -> None:  # DidCloseTextDocumentParams
     uri = params.text_document.uri
     state = ls.state(SassState)
     if uri in state.running:
