@@ -678,7 +678,7 @@ class LlmClient:
                 page = await self._client.models.list()
                 names = sorted(m.id for m in page.data)[:20]
                 listed = True
-        except Exception:  # noqa: BLE001 - listing models is a courtesy; its failure changes nothing
+        except Exception:  # listing models is a courtesy: its failure changes nothing
             pass
         if (not listed and "model" not in said.lower()) or model in names:
             # a 404 that names no model, from a server that lists none either: the path is
