@@ -17,7 +17,14 @@ from ptxls.diagnostics.engine import PtxasUnavailable
 from ptxls.diagnostics.model import Severity
 
 from .check import check_file
-from .main import repo_examples
+
+
+def repo_examples() -> Path | None:
+    """examples/ in the working directory, else beside the source tree (editable installs)."""
+    for candidate in (Path.cwd() / "examples", Path(__file__).resolve().parent.parent / "examples"):
+        if candidate.is_dir():
+            return candidate
+    return None
 
 
 def _header(text: str, out) -> None:

@@ -11,7 +11,6 @@ import asyncio
 import importlib
 import os
 import sys
-from pathlib import Path
 
 from .output_format import add_format_argument, chosen_format
 
@@ -209,14 +208,6 @@ def main(argv: list[str] | None = None) -> int:
         return 141
     finally:
         sys.stdout, sys.stderr = out, err
-
-
-def repo_examples() -> Path | None:
-    """examples/ in the working directory, else beside the source tree (editable installs)."""
-    for candidate in (Path.cwd() / "examples", Path(__file__).resolve().parent.parent / "examples"):
-        if candidate.is_dir():
-            return candidate
-    return None
 
 
 if __name__ == "__main__":
