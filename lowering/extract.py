@@ -482,6 +482,8 @@ class Module:
         return any(f.name == kernel for f in self.entries()) if kernel else bool(self.entries())
 
 
+# Not frontend/ptx.py's reader: a reply is not yet PTX (prose, unbalanced braces, several modules,
+# a body cut off), and the verdict needs whether each body closed, which parse_ptx does not say.
 def analyse(text: str) -> Module:
     """The top-level .entry/.func declarations of a stretch of PTX with their extents."""
     code = blank_comments(text)
@@ -839,15 +841,37 @@ def _diff_line(seg: Segment, text: str) -> int:
     return 0
 
 
-def extract_ptx(
-    reply: str | None,
-    kernel: str | None = None,
-    *,
-    finish_reason: str | None = None,
-    _decoded: bool = False,
-) -> Extraction:
-    """The PTX answer in ``reply`` for the entry ``kernel`` (None: any entry)."""
-    cut = finish_reason == "length"
+# The steps of ``extract_ptx``, in the order it runs them: normalise and unwrap the reply
+# (``_answer_text``), find the candidate blocks (``_candidates``), say why there is none
+# (``_no_ptx_problem``), pick the block (``_pick_block``), judge it (``_judge_block``), and
+# clean what is kept (``_keep_requested_entry``, ``_clean_ptx``). Each change is a note.
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """The reply's answer once normalised and unwrapped, and what was done to get it."""
+
+    text: str
+    reasoning: str
+    invisible: int  # invisible or Unicode-space characters removed
+    unwrapped: str  # the note when the answer was a JSON object's member, else ""
+
+
+@dataclass(frozen=True)
+class _Candidates:
+    """The answer's lines, its fenced blocks and bare PTX stretches, and the ones that can be
+    the answer (those declaring the requested entry, else any entry)."""
+
+    lines: list[str]
+    quoted: int  # lines read without their '>' block-quote marks
+    segments: list[Segment]
+    fences: int
+    pool: list[tuple[Segment, Module]]
+
+
+def _answer_text(reply: str | None) -> _Answer | Extraction:
+    """Step 1: line endings, the size limits, invisible characters, reasoning sections, a JSON
+    wrapper, HTML code blocks. An Extraction with the problem when the reply is too big."""
     text = normalise(reply or "")
     too_much = _over_limits(text)
     if too_much:
@@ -860,29 +884,31 @@ def extract_ptx(
         too_much = _over_limits(answer)
         if too_much:
             return Extraction(None, too_much, reasoning=reasoning)
-    answer = html_blocks_as_fences(answer)
-    if not answer.strip():
-        if finish_reason == "content_filter":
-            return Extraction(
-                None,
-                "the endpoint's content filter stopped the reply before any answer "
-                "(finish_reason: content_filter)",
-                reasoning=reasoning,
-            )
-        if cut:
-            problem = (
-                "the model spent its whole token budget"
-                + (" on reasoning" if reasoning else " (reasoning?)")
-                + f" before writing any answer — raise {TOKEN_LIMIT_SETTING}"
-            )
-        elif reasoning:
-            problem = (
-                "your reply holds only reasoning (a <think> section) and no answer after it; "
-                "write the PTX after the reasoning"
-            )
-        else:
-            problem = "the reply was empty"
-        return Extraction(None, problem, reasoning=reasoning)
+    return _Answer(html_blocks_as_fences(answer), reasoning, invisible, unwrapped)
+
+
+def _empty_answer_problem(reasoning: str, finish_reason: str | None) -> str:
+    if finish_reason == "content_filter":
+        return (
+            "the endpoint's content filter stopped the reply before any answer "
+            "(finish_reason: content_filter)"
+        )
+    if finish_reason == "length":
+        return (
+            "the model spent its whole token budget"
+            + (" on reasoning" if reasoning else " (reasoning?)")
+            + f" before writing any answer — raise {TOKEN_LIMIT_SETTING}"
+        )
+    if reasoning:
+        return (
+            "your reply holds only reasoning (a <think> section) and no answer after it; "
+            "write the PTX after the reasoning"
+        )
+    return "the reply was empty"
+
+
+def _candidates(answer: str, kernel: str | None) -> _Candidates:
+    """Step 2: every fenced block and bare PTX stretch, and those that declare an entry."""
     lines, quoted = unquote(answer.split("\n"))
     segments, fences = _segments(lines)
     # only stretches that name a function need the full analysis; the rest are prose-like
@@ -900,7 +926,11 @@ def extract_ptx(
     )
     with_entry = [(s, m) for s, m in analysed if m.entries()]
     named = [(s, m) for s, m in with_entry if kernel and m.declares(kernel)]
-    pool = named or with_entry
+    return _Candidates(lines, quoted, segments, fences, named or with_entry)
+
+
+def _reading_notes(unwrapped: str, lines: list[str], finish_reason: str | None) -> list[str]:
+    """The notes every outcome carries: a JSON wrapper, @gputest lines, the token limit."""
     notes: list[str] = [unwrapped] if unwrapped else []
     gputest_lines = sum(1 for line in lines if "@gputest" in line)
     if gputest_lines:
@@ -908,53 +938,71 @@ def extract_ptx(
             f"ignored {gputest_lines} @gputest line{'s' if gputest_lines != 1 else ''} in the "
             "reply: a candidate never sets its own test"
         )
-    if cut:
+    if finish_reason == "length":
         notes.append(
             f"the reply stopped at the token limit (finish_reason: length); raise {TOKEN_LIMIT_SETTING}"
         )
-    if not pool and not _decoded:
-        decoded = _decode_escapes(answer)
-        if decoded is not None:
-            again = extract_ptx(decoded, kernel, finish_reason=finish_reason, _decoded=True)
-            if again.ptx is not None:
-                note = "the reply's line breaks were written as '\\n' (encoded twice); decoded"
-                return dataclasses.replace(
-                    again,
-                    notes=(*notes, note, *again.notes),
-                    reasoning="\n\n".join(r for r in (reasoning, again.reasoning) if r),
-                )
-    if not pool:
-        in_reasoning = "" if not reasoning else analyse(reasoning)
-        if in_reasoning and in_reasoning.entries():
-            problem = (
-                "your reply has PTX only inside its reasoning (<think>) section; write the final "
-                "PTX after it, in a ```ptx block"
-            )
-        elif cut:
-            problem = (
-                "your reply was cut off at the token limit before any PTX '.entry' was written; "
-                f"raise {TOKEN_LIMIT_SETTING}, or answer with the PTX first and no explanation"
-            )
-        elif any(s.fenced and _diff_line(s, s.text) for s in segments):
-            problem = (
-                "your reply is a diff: send the complete PTX module, every line, not changes to it"
-            )
-        elif fences:
-            tags = ", ".join(sorted({s.tag or "untagged" for s in segments if s.fenced}))
-            problem = (
-                f"the reply has {fences} code block(s) ({tags}) but none declares a PTX '.entry'"
-            )
-        elif _REFUSAL.search(answer[:2000]):
-            said = " ".join(answer.split())[:160]
-            problem = (
-                f"the reply declines the task and contains no PTX ({said!r}); the task is "
-                "to translate the given kernel into PTX, which is routine compiler work"
-            )
-        else:
-            problem = "the reply contains no PTX (no code block, no '.entry')"
-        if finish_reason == "content_filter":
-            problem += "; the endpoint's content filter stopped it (finish_reason: content_filter)"
-        return Extraction(None, problem, fences, cut, notes=tuple(notes), reasoning=reasoning)
+    return notes
+
+
+def _extract_decoded(
+    answer: _Answer, kernel: str | None, finish_reason: str | None, notes: list[str]
+) -> Extraction | None:
+    """The answer read again with its '\\n' escapes decoded, when that finds PTX; else None."""
+    decoded = _decode_escapes(answer.text)
+    if decoded is None:
+        return None
+    again = extract_ptx(decoded, kernel, finish_reason=finish_reason, _decoded=True)
+    if again.ptx is None:
+        return None
+    note = "the reply's line breaks were written as '\\n' (encoded twice); decoded"
+    return dataclasses.replace(
+        again,
+        notes=(*notes, note, *again.notes),
+        reasoning="\n\n".join(r for r in (answer.reasoning, again.reasoning) if r),
+    )
+
+
+def _no_ptx_problem(answer: _Answer, found: _Candidates, finish_reason: str | None) -> str:
+    """Why no block can be the answer, worded for the model."""
+    in_reasoning = "" if not answer.reasoning else analyse(answer.reasoning)
+    if in_reasoning and in_reasoning.entries():
+        problem = (
+            "your reply has PTX only inside its reasoning (<think>) section; write the final "
+            "PTX after it, in a ```ptx block"
+        )
+    elif finish_reason == "length":
+        problem = (
+            "your reply was cut off at the token limit before any PTX '.entry' was written; "
+            f"raise {TOKEN_LIMIT_SETTING}, or answer with the PTX first and no explanation"
+        )
+    elif any(s.fenced and _diff_line(s, s.text) for s in found.segments):
+        problem = (
+            "your reply is a diff: send the complete PTX module, every line, not changes to it"
+        )
+    elif found.fences:
+        tags = ", ".join(sorted({s.tag or "untagged" for s in found.segments if s.fenced}))
+        problem = (
+            f"the reply has {found.fences} code block(s) ({tags}) but none declares a PTX '.entry'"
+        )
+    elif _REFUSAL.search(answer.text[:2000]):
+        said = " ".join(answer.text.split())[:160]
+        problem = (
+            f"the reply declines the task and contains no PTX ({said!r}); the task is "
+            "to translate the given kernel into PTX, which is routine compiler work"
+        )
+    else:
+        problem = "the reply contains no PTX (no code block, no '.entry')"
+    if finish_reason == "content_filter":
+        problem += "; the endpoint's content filter stopped it (finish_reason: content_filter)"
+    return problem
+
+
+def _pick_block(
+    pool: list[tuple[Segment, Module]], kernel: str | None, notes: list[str]
+) -> tuple[Segment, Module, bool]:
+    """Step 3: the last complete candidate (else the last one, truncated), and whether it is
+    truncated."""
 
     def complete(sm: tuple[Segment, Module]) -> bool:
         seg, mod = sm
@@ -971,76 +1019,91 @@ def extract_ptx(
         )
     if seg.fenced and not seg.closed and not truncated:
         notes.append("the reply was cut off after the PTX (its code block never closed)")
+    return seg, mod, truncated
+
+
+def _drop_prose_after(seg: Segment, mod: Module, notes: list[str]) -> str:
+    """The block's text without prose written inside the code block after the module ("This
+    kernel adds { a, b }."): from the first line after the last function that cannot be PTX
+    at depth 0."""
     text = seg.text
     ends = [f.end for f in mod.functions if f.closed]
-    if seg.fenced and ends and mod.text == text:
-        # prose written inside the code block after the module ("This kernel adds { a, b }."):
-        # from the first line after the last function that cannot be PTX at depth 0
-        tail_at = max(ends)
-        tail = text[tail_at:].split("\n")
-        for k, line in enumerate(tail[1:], 1):
-            if not _ptx_like(line.strip()):
-                kept = "\n".join(tail[:k])
-                gone = sum(1 for x in tail[k:] if x.strip())
-                text = text[:tail_at] + kept + "\n"
-                notes.append(
-                    f"dropped {gone} line{'s' if gone != 1 else ''} of prose after the PTX "
-                    "inside its code block"
-                )
-                break
+    if not (seg.fenced and ends and mod.text == text):
+        return text
+    tail_at = max(ends)
+    tail = text[tail_at:].split("\n")
+    for k, line in enumerate(tail[1:], 1):
+        if not _ptx_like(line.strip()):
+            kept = "\n".join(tail[:k])
+            gone = sum(1 for x in tail[k:] if x.strip())
+            notes.append(
+                f"dropped {gone} line{'s' if gone != 1 else ''} of prose after the PTX "
+                "inside its code block"
+            )
+            return text[:tail_at] + kept + "\n"
+    return text
+
+
+def _judge_block(seg: Segment, text: str) -> tuple[str, int, str]:
+    """Step 4: (the PTX without @gputest lines, how many were dropped, the problem): a diff or
+    an elided module is not a candidate."""
     diff_at = _diff_line(seg, text)
     if diff_at:
         # a repair sent as a patch: ptxas would only say "Missing .version directive"
-        return Extraction(
-            None,
+        return (
+            text,
+            0,
             f"your reply is a diff (line {diff_at} of its block): send the complete PTX "
             "module, every line, not changes to it",
-            fences,
-            truncated,
-            True,
-            tuple(notes),
-            reasoning,
         )
     ptx, dropped = _strip_gputest(text)
     elided = find_elision(ptx)
     if elided is not None:
         no, line = elided
-        return Extraction(
-            None,
+        return (
+            ptx,
+            dropped,
             f"your reply elides code at line {no} of the PTX ({line[:120]!r}): send the whole "
             "kernel, every instruction, with nothing left out or marked as unchanged",
-            fences,
-            truncated,
-            True,
-            tuple(notes),
-            reasoning,
         )
-    if kernel and mod.declares(kernel):
-        kept, gone_entries, gone_funcs = _keep_entry(analyse(ptx) if dropped else mod, kernel)
-        if gone_entries or gone_funcs:
-            ptx = kept
-            parts = []
-            others = sorted(set(gone_entries) - {kernel})
-            copies = gone_entries.count(kernel)
-            if others:
-                more = f" and {len(others) - 10} more" if len(others) > 10 else ""
-                parts.append(f"entries other than '{kernel}': {', '.join(others[:10])}{more}")
-            if copies:
-                parts.append(
-                    f"{copies} earlier definition{'s' if copies > 1 else ''} of '{kernel}'"
-                )
-            if gone_funcs:
-                names = sorted(set(gone_funcs))
-                more = f" and {len(names) - 10} more" if len(names) > 10 else ""
-                parts.append(f".funcs '{kernel}' does not call: {', '.join(names[:10])}{more}")
-            notes.append("dropped " + "; ".join(parts))
+    return ptx, dropped, ""
+
+
+def _keep_requested_entry(
+    ptx: str, dropped: int, mod: Module, kernel: str | None, notes: list[str]
+) -> str:
+    """Step 5: only the requested entry and the .funcs it uses, with a note of what went."""
+    if not (kernel and mod.declares(kernel)):
+        return ptx
+    kept, gone_entries, gone_funcs = _keep_entry(analyse(ptx) if dropped else mod, kernel)
+    if not (gone_entries or gone_funcs):
+        return ptx
+    parts = []
+    others = sorted(set(gone_entries) - {kernel})
+    copies = gone_entries.count(kernel)
+    if others:
+        more = f" and {len(others) - 10} more" if len(others) > 10 else ""
+        parts.append(f"entries other than '{kernel}': {', '.join(others[:10])}{more}")
+    if copies:
+        parts.append(f"{copies} earlier definition{'s' if copies > 1 else ''} of '{kernel}'")
+    if gone_funcs:
+        names = sorted(set(gone_funcs))
+        more = f" and {len(names) - 10} more" if len(names) > 10 else ""
+        parts.append(f".funcs '{kernel}' does not call: {', '.join(names[:10])}{more}")
+    notes.append("dropped " + "; ".join(parts))
+    return kept
+
+
+def _clean_ptx(ptx: str, answer: _Answer, quoted: int, notes: list[str]) -> str:
+    """Step 6: notes for what reading changed (quotes, invisible characters); HTML entities
+    decoded; non-ASCII characters out of comments; one final newline."""
     if quoted:
         notes.append("the PTX was quoted with '>' (markdown block quote); read without it")
-    if invisible:
+    if answer.invisible:
         notes.append(
-            f"removed {invisible} invisible or non-breaking space character"
-            f"{'s' if invisible != 1 else ''} (zero-width spaces, byte-order marks, U+00A0): "
-            "ptxas rejects them and nobody can see them"
+            f"removed {answer.invisible} invisible or non-breaking space character"
+            f"{'s' if answer.invisible != 1 else ''} (zero-width spaces, byte-order marks, "
+            "U+00A0): ptxas rejects them and nobody can see them"
         )
     if _HTML_ENTITY.search(ptx):
         # PTX has no '&' at all: an entity is HTML escaping from a <pre><code> rendering
@@ -1052,6 +1115,40 @@ def extract_ptx(
             f"removed {removed} non-ASCII character{'s' if removed != 1 else ''} from comments "
             "(ptxas rejects any)"
         )
-    ptx = ptx.strip("\n") + "\n"
+    return ptx.strip("\n") + "\n"
+
+
+def extract_ptx(
+    reply: str | None,
+    kernel: str | None = None,
+    *,
+    finish_reason: str | None = None,
+    _decoded: bool = False,
+) -> Extraction:
+    """The PTX answer in ``reply`` for the entry ``kernel`` (None: any entry)."""
+    answer = _answer_text(reply)
+    if isinstance(answer, Extraction):
+        return answer
+    reasoning = answer.reasoning
+    if not answer.text.strip():
+        return Extraction(
+            None, _empty_answer_problem(reasoning, finish_reason), reasoning=reasoning
+        )
+    found = _candidates(answer.text, kernel)
+    notes = _reading_notes(answer.unwrapped, found.lines, finish_reason)
+    if not found.pool and not _decoded:
+        again = _extract_decoded(answer, kernel, finish_reason, notes)
+        if again is not None:
+            return again
+    if not found.pool:
+        problem = _no_ptx_problem(answer, found, finish_reason)
+        cut = finish_reason == "length"
+        return Extraction(None, problem, found.fences, cut, notes=tuple(notes), reasoning=reasoning)
+    seg, mod, truncated = _pick_block(found.pool, kernel, notes)
+    ptx, dropped, problem = _judge_block(seg, _drop_prose_after(seg, mod, notes))
+    if problem:
+        return Extraction(None, problem, found.fences, truncated, True, tuple(notes), reasoning)
+    ptx = _keep_requested_entry(ptx, dropped, mod, kernel, notes)
+    ptx = _clean_ptx(ptx, answer, found.quoted, notes)
     problem = _cut_note(finish_reason) if truncated else ""
-    return Extraction(ptx, problem, fences, truncated, False, tuple(notes), reasoning)
+    return Extraction(ptx, problem, found.fences, truncated, False, tuple(notes), reasoning)

@@ -223,6 +223,16 @@ class _Refused(Exception):
         self.too_large = param in _TOKEN_PARAMS and limit_too_large(original)
 
 
+@dataclass(frozen=True)
+class _Failure:
+    """A request that failed in a way worth retrying."""
+
+    kind: str  # LlmError.kind if no retry is left
+    reason: str  # for the log and the caller's on_retry
+    final: str  # the LlmError message if no retry is left
+    wait: float | None = None  # the endpoint's Retry-After; None: exponential backoff
+
+
 @dataclass
 class _Reading:
     """A reply being assembled from a plain JSON body or from SSE chunks."""
@@ -556,8 +566,6 @@ class LlmClient:
         this request (None: the setting); ``on_text(chars)`` sees streaming progress;
         ``on_retry(reason, wait_s)`` each retry; ``deadline`` (``time.monotonic()``) is when
         the caller's budget ends: no retry waits past it. Raises LlmError."""
-        o = self._openai
-        s = self.settings
         attempt = timeouts = 0
         notes: list[str] = []
         self._announce_key(notes)
@@ -566,107 +574,140 @@ class LlmClient:
             params = self._params(seed, temperature)
             try:
                 reply = await self._once(messages, params, on_text)
+            except _Refused as r:
+                notes.append(self._adapted(r, params))
+                attempt -= 1  # an adaptation is not a retry
+                continue
+            except (self._openai.APIError, _Broken, TimeoutError) as e:
+                failure = await self._failure(e, attempt)
+                if failure.kind == "timeout":
+                    timeouts += 1
+                    if timeouts > TIMEOUT_RETRIES:
+                        raise LlmError(failure.kind, failure.final) from None
+            else:
                 reply.attempts = attempt
                 reply.notes = notes
                 return reply
-            except asyncio.CancelledError:
-                raise
-            except LlmError:
-                raise
-            except _Refused as r:
-                note = self._adapt(r.param, params, r.too_large)
-                if note is None:
-                    raise LlmError(
-                        "bad_request",
-                        f"{self.endpoint} rejected the request (HTTP 400) and refused "
-                        f"'{r.param}' again after it was changed: {api_error_text(r.original)}",
-                        status=400,
-                    ) from None
-                log.info("%s (model %s)", note, s.model)
-                notes.append(note)
-                attempt -= 1  # an adaptation is not a retry
-                continue
-            except o.AuthenticationError:
-                raise LlmError(
-                    "auth",
-                    f"{self.endpoint} refused the API key (HTTP 401). Check OPENAI_API_KEY in "
-                    "the environment the server runs in.",
-                    status=401,
-                ) from None
-            except o.PermissionDeniedError as e:
-                raise LlmError(
-                    "auth", f"{self.endpoint} denied access (HTTP 403): {_short(e)}", status=403
-                ) from None
-            except o.NotFoundError as e:
-                raise LlmError("model", await self._model_message(e), status=404) from None
-            except o.BadRequestError as e:
-                text = str(e).lower()
-                if "model" in text and ("not found" in text or "does not exist" in text):
-                    raise LlmError("model", await self._model_message(e), status=400) from None
-                raise LlmError(
-                    "bad_request",
-                    f"{self.endpoint} rejected the request (HTTP 400): {api_error_text(e)}",
-                    status=400,
-                ) from None
-            except (o.RateLimitError, o.InternalServerError, o.APIStatusError) as e:
-                status = getattr(e, "status_code", None)
-                if isinstance(e, o.RateLimitError) and "insufficient_quota" in str(e):
-                    raise LlmError(
-                        "rate_limit",
-                        f"{self.endpoint}: quota exhausted (HTTP 429): {_short(e)}",
-                        status=429,
-                    ) from None
-                if status is not None and status < 500 and status != 429:
-                    raise LlmError(
-                        "bad_request",
-                        f"{self.endpoint} answered HTTP {status}: {api_error_text(e)}",
-                        status=status,
-                    ) from None
-                kind = "rate_limit" if status == 429 else "server"
-                reason = f"HTTP {status}"
-                final = (
-                    f"{self.endpoint} kept failing ({reason}: {api_error_text(e)}) after "
-                    f"{attempt} attempts"
-                )
-                wait = _retry_after(e)
-            except (o.APITimeoutError, TimeoutError):
-                timeouts += 1
-                kind = "timeout"
-                reason = f"no reply within {s.timeout_s:g} s" + (" of silence" if s.stream else "")
-                final = (
-                    f"{self.endpoint} did not answer within {s.timeout_s:g} s"
-                    f"{' of silence' if s.stream else ''} ({attempt} attempts); raise "
-                    "ptxls.llm.timeoutSeconds (PTXLS_LLM_TIMEOUT) for a slow model, or check "
-                    "the server"
-                )
-                wait = None
-                if timeouts > TIMEOUT_RETRIES:
-                    raise LlmError(kind, final) from None
-            except o.APIConnectionError as e:
-                kind, reason = "unreachable", f"cannot connect ({_short(e)})"
-                final = (
-                    f"cannot reach {self.endpoint}: {_short(e.__cause__ or e)}. Is the server "
-                    "running and the URL right (ptxls.llm.baseUrl / OPENAI_BASE_URL)?"
-                )
-                wait = None
-            except (o.APIError, _Broken) as e:  # e.g. a stream that broke mid-way
-                kind, reason = (
-                    "server",
-                    (str(e) if isinstance(e, _Broken) else f"{type(e).__name__}: {_short(e)}"),
-                )
-                final = f"{self.endpoint}: {reason} after {attempt} attempts"
-                wait = None
-            if attempt > s.retries:
-                raise LlmError(kind, final)
-            delay = wait if wait is not None else s.retry_backoff_s * (2 ** (attempt - 1))
-            if deadline is not None and time.monotonic() + delay >= deadline:
-                raise LlmError(kind, final + "; the time budget (ptxls.llm.budgetSeconds) is spent")
-            log.info(
-                "LLM request failed (%s); retry %d/%d in %.2f s", reason, attempt, s.retries, delay
+            await self._wait_to_retry(failure, attempt, deadline, on_retry)
+
+    # ---- what a failed request means: a parameter to adapt, a final error, or a retry
+
+    def _adapted(self, refused: _Refused, params: dict) -> str:
+        """The note for the change made to a refused parameter; LlmError when nothing is left
+        to change."""
+        note = self._adapt(refused.param, params, refused.too_large)
+        if note is None:
+            raise LlmError(
+                "bad_request",
+                f"{self.endpoint} rejected the request (HTTP 400) and refused "
+                f"'{refused.param}' again after it was changed: {api_error_text(refused.original)}",
+                status=400,
+            ) from None
+        log.info("%s (model %s)", note, self.settings.model)
+        return note
+
+    async def _failure(self, e: Exception, attempt: int) -> _Failure:
+        """The retry a transient failure calls for; LlmError for a final one."""
+        o = self._openai
+        s = self.settings
+        if isinstance(e, o.APIStatusError):
+            return await self._status_failure(e, attempt)
+        if isinstance(e, (o.APITimeoutError, TimeoutError)):
+            return _Failure(
+                "timeout",
+                f"no reply within {s.timeout_s:g} s" + (" of silence" if s.stream else ""),
+                f"{self.endpoint} did not answer within {s.timeout_s:g} s"
+                f"{' of silence' if s.stream else ''} ({attempt} attempts); raise "
+                "ptxls.llm.timeoutSeconds (PTXLS_LLM_TIMEOUT) for a slow model, or check "
+                "the server",
             )
-            if on_retry:
-                on_retry(scrub(reason), delay)
-            await asyncio.sleep(delay)
+        if isinstance(e, o.APIConnectionError):
+            return _Failure(
+                "unreachable",
+                f"cannot connect ({_short(e)})",
+                f"cannot reach {self.endpoint}: {_short(e.__cause__ or e)}. Is the server "
+                "running and the URL right (ptxls.llm.baseUrl / OPENAI_BASE_URL)?",
+            )
+        # another API error or a body that broke mid-way (a stream cut off)
+        reason = str(e) if isinstance(e, _Broken) else f"{type(e).__name__}: {_short(e)}"
+        return _Failure("server", reason, f"{self.endpoint}: {reason} after {attempt} attempts")
+
+    async def _status_failure(self, e, attempt: int) -> _Failure:
+        """An HTTP error status: 401/403/404/400, an exhausted quota and any other 4xx are
+        final (LlmError); 429 and 5xx are retried."""
+        o = self._openai
+        if isinstance(e, o.AuthenticationError):
+            raise LlmError(
+                "auth",
+                f"{self.endpoint} refused the API key (HTTP 401). Check OPENAI_API_KEY in "
+                "the environment the server runs in.",
+                status=401,
+            ) from None
+        if isinstance(e, o.PermissionDeniedError):
+            raise LlmError(
+                "auth", f"{self.endpoint} denied access (HTTP 403): {_short(e)}", status=403
+            ) from None
+        if isinstance(e, o.NotFoundError):
+            raise LlmError("model", await self._model_message(e), status=404) from None
+        if isinstance(e, o.BadRequestError):
+            text = str(e).lower()
+            if "model" in text and ("not found" in text or "does not exist" in text):
+                raise LlmError("model", await self._model_message(e), status=400) from None
+            raise LlmError(
+                "bad_request",
+                f"{self.endpoint} rejected the request (HTTP 400): {api_error_text(e)}",
+                status=400,
+            ) from None
+        status = getattr(e, "status_code", None)
+        if isinstance(e, o.RateLimitError) and "insufficient_quota" in str(e):
+            raise LlmError(
+                "rate_limit",
+                f"{self.endpoint}: quota exhausted (HTTP 429): {_short(e)}",
+                status=429,
+            ) from None
+        if status is not None and status < 500 and status != 429:
+            raise LlmError(
+                "bad_request",
+                f"{self.endpoint} answered HTTP {status}: {api_error_text(e)}",
+                status=status,
+            ) from None
+        reason = f"HTTP {status}"
+        return _Failure(
+            "rate_limit" if status == 429 else "server",
+            reason,
+            f"{self.endpoint} kept failing ({reason}: {api_error_text(e)}) after "
+            f"{attempt} attempts",
+            _retry_after(e),
+        )
+
+    async def _wait_to_retry(
+        self,
+        failure: _Failure,
+        attempt: int,
+        deadline: float | None,
+        on_retry: Callable[[str, float], None] | None,
+    ) -> None:
+        """Sleep before the next attempt (Retry-After, else exponential backoff); LlmError when
+        the retries or the caller's time budget are spent."""
+        s = self.settings
+        if attempt > s.retries:
+            raise LlmError(failure.kind, failure.final)
+        backoff = s.retry_backoff_s * (2 ** (attempt - 1))
+        delay = failure.wait if failure.wait is not None else backoff
+        if deadline is not None and time.monotonic() + delay >= deadline:
+            raise LlmError(
+                failure.kind, failure.final + "; the time budget (ptxls.llm.budgetSeconds) is spent"
+            )
+        log.info(
+            "LLM request failed (%s); retry %d/%d in %.2f s",
+            failure.reason,
+            attempt,
+            s.retries,
+            delay,
+        )
+        if on_retry:
+            on_retry(scrub(failure.reason), delay)
+        await asyncio.sleep(delay)
 
     async def _model_message(self, exc) -> str:
         model = self.settings.model

@@ -121,35 +121,62 @@ def task_text(
     words, lang = KIND_WORDS.get(src.kind, ("source", "text"))
     where = f' file="{file_name}"' if file_name else ""
     name = src.name or "(choose a short snake_case name and state it)"
+    facts = facts or TestFacts()
     lines = [
         f"## Task\n\nWrite PTX for {target.arch} (`.version {target.isa}`) for this {words}. "
-        f"Entry name: `{name}`."
+        f"Entry name: `{name}`.",
+        *_signature_lines(src),
+        *_test_fact_lines(facts),
+        *_kind_lines(src.kind, facts),
+        *(f"Note: {note}." for note in src.notes),
+        f'\n<source lang="{lang}"{where}>\n{src.text.strip()}\n</source>',
     ]
-    if src.params:
-        sig = ", ".join(f"{p.c_type} {p.name}" for p in src.params)
-        lines.append(f"Parameters, in this order: ({sig}).")
-        exact = param_lines(src.name, src.params) if src.name else []
-        if exact:
-            lines.append(
-                "Declare them exactly so, in this order:\n```ptx\n" + ",\n".join(exact) + "\n```"
-            )
-    facts = facts or TestFacts()
+    if reference_ptx:
+        lines.append(
+            "\nFor reference, the compiler's PTX for the same kernel (correct, but not the style "
+            f"to copy verbatim):\n```ptx\n{reference_ptx.strip()}\n```"
+        )
+    return "\n".join(lines)
+
+
+def _signature_lines(src: SourceKernel) -> list[str]:
+    """The parameters in C, and their exact PTX declarations when the kernel is named."""
+    if not src.params:
+        return []
+    sig = ", ".join(f"{p.c_type} {p.name}" for p in src.params)
+    lines = [f"Parameters, in this order: ({sig})."]
+    exact = param_lines(src.name, src.params) if src.name else []
+    if exact:
+        lines.append(
+            "Declare them exactly so, in this order:\n```ptx\n" + ",\n".join(exact) + "\n```"
+        )
+    return lines
+
+
+def _test_fact_lines(facts: TestFacts) -> list[str]:
+    """What the GPU test will do with the kernel: the launch, the sizes, the numerics."""
+    lines = []
     if facts.launch:
         lines.append(f"The test launches it with {facts.launch}.")
     if facts.sizes:
         lines.append(f"It is run for {facts.sizes}; every size must work.")
     if facts.numerics:
         lines.append(f"Numerics: {facts.numerics}.")
-    if src.kind == "triton":
-        lines.append(
+    return lines
+
+
+def _kind_lines(kind: str, facts: TestFacts) -> list[str]:
+    """What lowering means for this kind of source (Triton, a plain request, PTX to tune)."""
+    if kind == "triton":
+        return [
             "Lower the Triton program to a plain CUDA-style kernel: one PTX entry with the same "
             "name; pointer arguments become .u64 params, scalar arguments 32-bit params, "
             "`tl.constexpr` arguments are compile-time constants (use the values in the launch "
             "or their defaults; drop them from the parameter list), program_id(0) is %ctaid.x, "
             "and the masked block of BLOCK_SIZE elements becomes threads with a bounds check."
-        )
-    if src.kind == "request":
-        lines.append(
+        ]
+    if kind == "request":
+        return [
             "The request is in plain language: pick the natural float32 signature if none is "
             "given"
             + (
@@ -158,23 +185,15 @@ def task_text(
                 else ", one element per thread with a bounds check, launched as block "
                 "(256,1,1), grid (ceil(n/256),1,1)."
             )
-        )
-    if src.kind == "ptx":
-        lines.append(
+        ]
+    if kind == "ptx":
+        return [
             "Make it faster on the GPU while computing exactly the same results, keeping the "
             "entry name and parameters (vectorized 128-bit loads where alignment allows with a "
             "scalar tail, fewer instructions per element, shared memory for reuse, fewer "
             "registers)."
-        )
-    for note in src.notes:
-        lines.append(f"Note: {note}.")
-    lines.append(f'\n<source lang="{lang}"{where}>\n{src.text.strip()}\n</source>')
-    if reference_ptx:
-        lines.append(
-            "\nFor reference, the compiler's PTX for the same kernel (correct, but not the style "
-            f"to copy verbatim):\n```ptx\n{reference_ptx.strip()}\n```"
-        )
-    return "\n".join(lines)
+        ]
+    return []
 
 
 def plan_request() -> str:
