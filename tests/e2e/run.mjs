@@ -11,6 +11,11 @@
 //   4. a hover the server offers shows up in the editor; "Run GPU test for this kernel" runs
 //      and its result shows as a hover on the kernel;
 //   5. in vec_add.cu the code action "Lower to PTX with nvcc (reference)" creates vec_add.ptx.
+//   6. Triton: with the `triton` extra added to the created environment, "Show PTX for this
+//      kernel" on vec_add_triton.py opens Triton's PTX with the Python lines interleaved;
+//   7. compute-sanitizer: "Run with sanitizer" sits beside "Run GPU test" on a PTX .entry, and
+//      where it cannot run (no compute-sanitizer or no GPU) clicking it says "compute-sanitizer
+//      cannot run here" and why.
 // An LSP probe (lsp-probe.mjs) asks the same server what it offers; steps 4-5 are required when
 // it offers them and reported as skipped, with the reason, when it does not.
 // Screenshots, logs and results.json go to $PTXLS_E2E_OUT. Run through .ci/vscode-e2e.sh.
@@ -258,6 +263,89 @@ async function runScenario(page, workspace, oracle) {
     const hover = await showHover(page, file, line, column, text, "sass-hover");
     await runCommand(page, "View: Close All Editor Groups");
     return `an editor with the SASS of ${oracle.showSass.kernel}; ${hover}`;
+  });
+
+  await step(`Triton: "ptxls: Show PTX for this kernel" on the @triton.jit kernel of ${TRITON_FILE} opens Triton's PTX with the Python lines interleaved`, async () => {
+    // Triton is the `triton` extra, not a dependency, so the environment "Create a ptxls
+    // environment" made lacks it. A person adds it the way the README says, and so does the test:
+    // `pip install 'ptxls[triton]'` into that same environment, from the wheel this .vsix
+    // carries (the extra resolved against the very ptxls the server runs, triton from the index).
+    // No server restart: Triton compiles in a child process of the server's interpreter.
+    if (serverPython !== managedPython) throw new Error(`the server does not run from the created environment (${serverPython}), so there is nothing to add the extra to`);
+    const wheel = bundledWheel(join(tmpRoot, "extensions"));
+    const started = Date.now();
+    const pip = await runProcess(serverPython, ["-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--progress-bar", "off", `${wheel}[triton]`], testEnv({ PIP_CACHE_DIR: pipCacheDir() }), SETUP);
+    writeFileSync(join(OUT, "pip-install-triton-extra.log"), pip.output);
+    if (pip.code !== 0) throw new Error(`pip install '${wheel}[triton]' exited ${pip.code}: ${pip.output.slice(-1500)}`);
+    const installed = spawnSync(serverPython, ["-c", "import triton; print(triton.__version__)"], { encoding: "utf8" });
+    if (installed.status !== 0) throw new Error(`triton does not import in ${serverPython} after the install: ${installed.stderr}`);
+    const extraSeconds = ((Date.now() - started) / 1000).toFixed(0);
+
+    const source = readFileSync(join(workspace, TRITON_FILE), "utf8");
+    const kernel = tritonKernelPositions(source)[0];
+    if (!kernel) throw new Error(`${TRITON_FILE} has no @triton.jit function`);
+    await openFromExplorer(page, TRITON_FILE);
+    await clickEditor(page);
+    await goToLine(page, kernel.line + 1, kernel.column + 1);
+    const tabsBefore = await page.locator(".tabs-container .tab").count();
+    await runCommand(page, "ptxls: Show PTX for this kernel");
+    await waitFor(async () => (await page.locator(".tabs-container .tab").count()) > tabsBefore, "a new editor tab", SLOW);
+    const viewName = `${kernel.kernel}.show.ptx`;
+    await page.locator(".tabs-container .tab.active", { hasText: viewName }).first().waitFor({ timeout: SLOW });
+    // The view on disk says which line carries the interleaved `x = tl.load(` and its number;
+    // the number must point at that very line of the Python source.
+    const view = join(workspace, ".ptxls/show", viewName);
+    const lines = readFileSync(view, "utf8").split("\n");
+    const at = lines.findIndex((l) => new RegExp(`// ${TRITON_FILE.replace(".", "\\.")}:\\d+: x = tl\\.load\\(`).test(l));
+    if (at < 0) throw new Error(`no "// ${TRITON_FILE}:N: x = tl.load(" line in ${view}; it begins:\n${lines.slice(0, 12).join("\n")}`);
+    const shown = lines[at].trim();
+    const sourceLine = Number(/:(\d+):/.exec(shown)[1]);
+    if (!source.split("\n")[sourceLine - 1]?.includes("x = tl.load(")) throw new Error(`"${shown}" names line ${sourceLine}, which is "${source.split("\n")[sourceLine - 1]}"`);
+    // (Triton's masked loads are predicated inline asm: `@%p1 ld.global.b32 { %r1 }, [ %rd1 + 0 ];`)
+    if (!lines.slice(at + 1, at + 30).some((l) => /^\s*(@!?%\w+\s+)?ld\.global/.test(l))) throw new Error(`no ld.global within 30 lines after "${shown}"`);
+    // And the editor shows it: scrolled to that line, as a person reading the view would.
+    // For the screenshot, the side bar and the panel make room, so the whole comment line and
+    // the loads under it show; both come back before the next step.
+    await withWideEditor(page, async () => {
+      await goToLine(page, at + 1, 1);
+      await page.locator(".editor-group-container.active .monaco-editor .view-line", { hasText: shown }).first().waitFor({ timeout: SLOW });
+      await shot(page, "triton-show-ptx");
+    });
+    await runCommand(page, "View: Close All Editor Groups");
+    return `ptxls[triton] added to the created environment in ${extraSeconds} s (triton ${installed.stdout.trim()}); ${viewName} opened, line ${at + 1}: "${shown}"`;
+  });
+
+  await step(`compute-sanitizer: "Run with sanitizer" sits beside "Run GPU test" on the .entry of ${SM80_FILE}; here it says it cannot run`, async () => {
+    await runCommand(page, "Notifications: Clear All Notifications");
+    await openFromExplorer(page, SM80_FILE);
+    // The editor remembers where the SASS step left the cursor (further down); the .entry and
+    // its lenses are near the top.
+    await clickEditor(page);
+    await goToLine(page, 1, 1);
+    const editor = page.locator(".editor-group-container.active .monaco-editor");
+    const lens = editor.locator(".codelens-decoration", { hasText: "Run with sanitizer" }).first();
+    await lens.waitFor({ timeout: SLOW });
+    const lensText = (await lens.innerText()).replace(/\s+/g, " ").trim();
+    if (!lensText.includes("Run GPU test")) throw new Error(`the lens line with "Run with sanitizer" has no "Run GPU test": "${lensText}"`);
+    // A code lens is drawn above the line it belongs to: the .entry line comes right below it.
+    const entryLine = editor.locator(".view-line", { hasText: ".entry" }).first();
+    const [lensBox, entryBox] = [await lens.boundingBox(), await entryLine.boundingBox()];
+    if (!lensBox || !entryBox || entryBox.y < lensBox.y || entryBox.y - lensBox.y > 3 * entryBox.height) {
+      throw new Error(`the lens is not just above the .entry line (lens ${JSON.stringify(lensBox)}, .entry line ${JSON.stringify(entryBox)})`);
+    }
+    await lens.locator("a", { hasText: "Run with sanitizer" }).first().click();
+    // The created environment has no compute-sanitizer (the `sanitizer` extra) and this machine
+    // no GPU: the server says it cannot run and why, once, and the lens records the outcome.
+    const toast = page.locator(".notifications-toasts .notification-toast.notification-fade-in-done", { hasText: "compute-sanitizer cannot run here" }).first();
+    await toast.waitFor({ timeout: SLOW });
+    const message = (await toast.innerText()).replace(/\s+/g, " ").trim();
+    const after = editor.locator(".codelens-decoration", { hasText: /Run with sanitizer \(last: (no GPU|no compute-sanitizer)\)/ }).first();
+    await after.waitFor({ timeout: SLOW });
+    const afterText = (await after.innerText()).replace(/\s+/g, " ").trim();
+    await shot(page, "sanitizer-lens");
+    await runCommand(page, "Notifications: Clear All Notifications");
+    await runCommand(page, "View: Close All Editor Groups");
+    return `lenses before: "${lensText}"; after the click: "${afterText}"; notification: "${message}"`;
   });
 
   await step(`code action "${ACTION_TITLE}" creates vec_add.ptx`, async () => {
@@ -612,6 +700,17 @@ function hoverCandidates(ptx) {
   return positions;
 }
 
+// The name of each @triton.jit function: where a person puts the cursor for its commands.
+function tritonKernelPositions(py) {
+  const lines = py.split("\n");
+  const positions = [];
+  lines.forEach((text, line) => {
+    const m = /^def\s+([A-Za-z_]\w*)\s*\(/.exec(text);
+    if (m && lines.slice(Math.max(0, line - 3), line).some((l) => /^@triton\.jit/.test(l))) positions.push({ line, column: 4, kernel: m[1] });
+  });
+  return positions;
+}
+
 function kernelNamePositions(cu) {
   const lines = cu.split("\n");
   const positions = [];
@@ -657,6 +756,23 @@ async function runCommand(page, label) {
   await input.fill(`>${label}`);
   await page.locator(".quick-input-list .monaco-list-row", { hasText: label }).first().waitFor();
   await page.keyboard.press("Enter");
+}
+
+// Runs body with the primary side bar and the panel hidden, and shows both again afterwards.
+async function withWideEditor(page, body) {
+  const parts = [["View: Toggle Primary Side Bar Visibility", ".part.sidebar"], ["View: Toggle Panel Visibility", ".part.panel"]];
+  for (const [command, part] of parts) {
+    await runCommand(page, command);
+    await page.locator(part).first().waitFor({ state: "hidden" });
+  }
+  try {
+    await body();
+  } finally {
+    for (const [command, part] of parts) {
+      await runCommand(page, command);
+      await page.locator(part).first().waitFor({ state: "visible" });
+    }
+  }
 }
 
 async function showProblems(page) {
@@ -726,6 +842,8 @@ const README_SHOTS = {
   hover: "vscode-hover.png",
   "show-sass": "vscode-show-sass.png",
   "sass-hover": "vscode-sass-hover.png",
+  "triton-show-ptx": "vscode-triton-show-ptx.png",
+  "sanitizer-lens": "vscode-sanitizer-lens.png",
   "gpu-hover": "vscode-gpu-test-hover.png",
   "code-action-menu": "vscode-code-action.png",
   lowered: "vscode-lowered.png",
@@ -768,6 +886,8 @@ function makeWorkspace(dir) {
 }
 
 const SM80_FILE = "saxpy_sm80.ptx";
+// A Triton kernel from the examples (copied with them), for Show PTX on Triton source.
+const TRITON_FILE = "vec_add_triton.py";
 
 // A model name but no endpoint: the server reports "no LLM" until it has an API key, which
 // makes the key's way from SecretStorage into the server's environment visible.
@@ -872,6 +992,36 @@ async function startCodeServer(tmp, workspace, extraEnv = {}) {
       }
     },
   };
+}
+
+// The ptxls wheel the installed .vsix carries (bundled/ptxls-*.whl in its extension folder).
+function bundledWheel(extensionsDir) {
+  for (const dir of readdirSync(extensionsDir).filter((d) => d.startsWith("ptxls."))) {
+    const bundled = join(extensionsDir, dir, "bundled");
+    const wheels = existsSync(bundled) ? readdirSync(bundled).filter((f) => /^ptxls-.*\.whl$/.test(f)).sort() : [];
+    if (wheels.length) return join(bundled, wheels.pop());
+  }
+  throw new Error(`no bundled/ptxls-*.whl under ${extensionsDir}/ptxls.*`);
+}
+
+// A child process, awaited without blocking the event loop (Playwright keeps talking to the
+// browser meanwhile); killed after timeoutMs.
+function runProcess(command, args, childEnv, timeoutMs) {
+  return new Promise((done) => {
+    const child = spawn(command, args, { env: childEnv, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (d) => (output += d));
+    child.stderr.on("data", (d) => (output += d));
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.on("error", (e) => {
+      clearTimeout(timer);
+      done({ code: -1, output: `${output}\n${e.message}` });
+    });
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      done({ code: code ?? -1, output });
+    });
+  });
 }
 
 function pipCacheDir() {
