@@ -20,7 +20,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -149,6 +149,50 @@ class StartState:
         self.copies = []
 
 
+@dataclass
+class CaseRun:
+    """One case (one size of the spec) as its steps share it: what the request gave (the kernel
+    and reference handles, the timing settings), the launch the size implies, the inputs, the
+    buffers, and ``case``, the result dict being filled in (the worker sends it as JSON)."""
+
+    spec: TestSpec
+    kernel_fn: object  # the kernel under test (a CUfunction)
+    ref: dict  # the request's reference: {"kind": "numpy" | "cuda" | "self" | "triton", ...}
+    ref_fn: object  # the reference's CUfunction (cuda) or Triton runner (triton), else None
+    n: int
+    seed: int
+    index: int  # of this size in spec.sizes
+    do_time: bool
+    ceiling: float | None  # the measured copy bandwidth (GB/s) when timing
+    # -- set by Harness._prepare
+    env: dict = field(default_factory=dict)
+    grid: tuple[int, int, int] = (1, 1, 1)
+    block: tuple[int, int, int] = (1, 1, 1)
+    shared: int = 0
+    where: str = ""  # "in case n=... launch grid=...": where a CUDA error happened
+    case: dict = field(default_factory=dict)
+    phases: dict[str, float] = field(default_factory=dict)  # seconds per step (the benchmark's)
+    clock: float = 0.0  # when the step being measured began
+    host_inputs: dict[str, np.ndarray] = field(default_factory=dict)
+    lengths: dict[str, int] = field(default_factory=dict)
+    # -- the kernel's buffers, the reference's and the nvcc baseline's (read-only inputs
+    # shared); ``owned``: what the case frees when it ends
+    bufs: list[Buffer] = field(default_factory=list)
+    ref_bufs: list[Buffer] = field(default_factory=list)
+    baseline_bufs: list[Buffer] | None = None
+    owned: list[Buffer] = field(default_factory=list)
+    expected: dict[str, np.ndarray] = field(default_factory=dict)  # the reference's outputs
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.phases[name] = round(self.phases.get(name, 0.0) + now - self.clock, 4)
+        self.clock = now
+
+    def step(self, what: str) -> str:
+        """A progress line: "case 2/5 n=4096: running the reference"."""
+        return f"case {self.index + 1}/{len(self.spec.sizes)} n={self.n}: {what}"
+
+
 class Harness:
     def __init__(
         self,
@@ -210,125 +254,146 @@ class Harness:
         ceiling = self.measure_copy_ceiling() if do_time else None
         self.state, self.baseline_fn, self.torch = state, baseline_fn, req.get("torch")
         for i, n in enumerate(spec.sizes):
-            case = self.run_case(spec, kernel_fn, ref, ref_fn, n, seed + i, i, do_time, ceiling)
+            run = CaseRun(spec, kernel_fn, ref, ref_fn, n, seed + i, i, do_time, ceiling)
+            case = self.run_case(run)
             cases.append(case)
             self.case_done(case)  # streamed: a later hang must not lose the finished cases
         return {"cases": cases, "copy_ceiling_gbps": ceiling}
 
-    def run_case(self, spec, kernel_fn, ref, ref_fn, n, seed, index, do_time, ceiling) -> dict:
-        env = scalar_env(spec, n)
-        grid, block, shared = launch_dims(spec, env)
-        case = {
-            "index": index, "n": n, "seed": seed, "passed": False, "max_rel_err": 0.0,
-            "messages": [], "launch": {"grid": list(grid), "block": list(block), "shared": shared},
-            "time_ms": None, "ref_time_ms": None, "gbps": None, "outputs": [], "timing": {},
-        }  # fmt: skip
-        phases: dict[str, float] = {}  # seconds per step, for the benchmark's breakdown
-        case["phases"] = phases
-        clock = [time.perf_counter()]
-
-        def lap(name: str) -> None:
-            now = time.perf_counter()
-            phases[name] = round(phases.get(name, 0.0) + now - clock[0], 4)
-            clock[0] = now
-
-        rng = np.random.default_rng(seed)
-        host_inputs: dict[str, np.ndarray] = {}
-        lengths: dict[str, int] = {}
-        for p in spec.params:
-            if p.is_pointer:
-                lengths[p.name] = max(0, exprs.evaluate_int(p.length, env))
-                if p.role in ("in", "inout"):
-                    host_inputs[p.name] = _inputs(p, lengths[p.name], rng)
-        where = (
-            f"in case n={n} (seed {seed}), launch grid={_d(grid)} block={_d(block)} shared={shared}"
-        )
-        lap("inputs")
-        bufs = self._alloc(spec, lengths, host_inputs)
-        ref_bufs: list[Buffer] = []
-        owned = list(bufs)
+    def run_case(self, c: CaseRun) -> dict:
+        """One size: fresh inputs, the kernel's verified launch, the reference, every element
+        compared, the nvcc baseline, then the timing. Returns the case dict."""
+        self._prepare(c)
+        c.bufs = self._alloc(c.spec, c.lengths, c.host_inputs)
+        c.ref_bufs = []
+        c.owned = list(c.bufs)
         try:
-            lap("upload")
-            self.progress(f"case {index + 1}/{len(spec.sizes)} n={n}: running {spec.kernel}")
-            self.state.restore()
-            self._launch_checked(kernel_fn, spec, bufs, env, grid, block, shared, where, case)
-            lap("kernel")
-            written = self.state.changed()
-            if written:
-                case["timing"]["globals_written"] = written
-            after = {b.param.name: b.read() for b in bufs}
-            lap("download")
-            # The reference, on the same inputs: read-only inputs are shared (the kernel was
-            # just checked not to change them); outputs and inout data get buffers of their own.
-            if ref["kind"] in ("cuda", "self"):
-                ref_bufs = self._alloc(spec, lengths, host_inputs, share=bufs)
-                owned += [b for b in ref_bufs if b not in bufs]
-                fn = ref_fn if ref["kind"] == "cuda" else kernel_fn
-                self.progress(f"case {index + 1}/{len(spec.sizes)} n={n}: running the reference")
-                self._launch_checked(fn, spec, ref_bufs, env, grid, block, shared,
-                                     where + " (reference kernel)", case)  # fmt: skip
-                expected = {
-                    b.param.name: _data(b, b.read()) for b in ref_bufs if b.param.role != "in"
-                }
-            elif ref["kind"] == "triton":
-                self.progress(f"case {index + 1}/{len(spec.sizes)} n={n}: running Triton")
-                expected = ref_fn.expected(spec, host_inputs, lengths, env, grid)
-            else:
-                expected = numpy_reference(
-                    spec, host_inputs, lengths, env, ref["expr"], trusted=bool(ref.get("trusted"))
-                )
-            lap("reference")
-            ok = self._check(spec, bufs, after, expected, case)
-            lap("check")
-            baseline_bufs = None
-            if ref["kind"] == "numpy" and self.baseline_fn is not None:
-                # The nvcc build of the library's reference.cu, on the same inputs, held to the
-                # same numpy reference: a baseline that is wrong is no baseline.
-                baseline_bufs = self._alloc(spec, lengths, host_inputs, share=bufs)
-                owned += [b for b in baseline_bufs if b not in bufs]
-                self._launch_checked(self.baseline_fn, spec, baseline_bufs, env, grid, block,
-                                     shared, where + " (nvcc baseline)", case)  # fmt: skip
-                probe = {"messages": [], "outputs": []}
-                base_after = {b.param.name: b.read() for b in baseline_bufs if b.param.role != "in"}
-                base_ok = self._check(spec, baseline_bufs, base_after, expected, probe)
-                case["timing"]["baseline"] = "ok" if base_ok else "; ".join(probe["messages"])
-                lap("baseline")
-            if do_time and n > 0:
-                if ok:
-                    self._time(spec, kernel_fn, bufs, env, grid, block, shared, case, where,
-                               ceiling, expected)  # fmt: skip
-                    ok = case.pop("passed_timed")
-                other_fn, other_bufs = (
-                    (ref_fn, ref_bufs) if ref["kind"] == "cuda"
-                    else (self.baseline_fn, baseline_bufs) if baseline_bufs else (None, None)
-                )  # fmt: skip
-                if other_fn is not None:
-                    # The reference runs under the same rules (bar the globals reset: nvcc's own
-                    # build), and its timed outputs are checked the same way.
-                    exp = expected if ref["kind"] == "numpy" else {
-                        b.param.name: _data(b, b.read()) for b in other_bufs if b.param.role != "in"}  # fmt: skip
-                    t = self._timed_runs(other_fn, spec, other_bufs, env, grid, block, shared,
-                                         where + " (reference, timed)", case, exp, NO_STATE)  # fmt: skip
-                    case["ref_time_ms"] = t["median"]
-                    case["timing"].update(ref_min_ms=t["min"], ref_max_ms=t["max"])
-                    if t["wrong"]:
-                        case["timing"]["ref_wrong"] = t["wrong"]
-                if ref["kind"] == "triton":
-                    case["ref_time_ms"] = ref_fn.time_ms(spec, host_inputs, lengths, env, grid)
-                if self.torch:
-                    from .baselines import time_torch
-
-                    self.progress(f"case {index + 1}/{len(spec.sizes)} n={n}: timing PyTorch")
-                    case["timing"].update(time_torch(self.torch, spec, host_inputs, env, expected,
-                                                     spec.timing_runs, FLUSH_BYTES))  # fmt: skip
-                lap("timing")
-            case["passed"] = ok
-            return case
+            c.lap("upload")
+            after = self._run_kernel(c)
+            c.expected = self._reference(c)
+            c.lap("reference")
+            ok = self._check(c.spec, c.bufs, after, c.expected, c.case)
+            c.lap("check")
+            self._check_baseline(c)
+            if c.do_time and c.n > 0:
+                ok = self._time_case(c, ok)
+            c.case["passed"] = ok
+            return c.case
         finally:
-            for b in owned:
+            for b in c.owned:
                 # A dead context frees nothing; the process is replaced anyway.
                 with contextlib.suppress(cd.CudaError):
                     cd.free(b.base)
+
+    def _prepare(self, c: CaseRun) -> None:
+        """The size's scalars and launch, the case dict, the inputs from the case's seed."""
+        spec, n, seed = c.spec, c.n, c.seed
+        c.env = scalar_env(spec, n)
+        c.grid, c.block, c.shared = launch_dims(spec, c.env)
+        grid, block, shared = c.grid, c.block, c.shared
+        c.case = {
+            "index": c.index, "n": n, "seed": seed, "passed": False, "max_rel_err": 0.0,
+            "messages": [], "launch": {"grid": list(grid), "block": list(block), "shared": shared},
+            "time_ms": None, "ref_time_ms": None, "gbps": None, "outputs": [], "timing": {},
+        }  # fmt: skip
+        c.phases = {}  # seconds per step, for the benchmark's breakdown
+        c.case["phases"] = c.phases
+        c.clock = time.perf_counter()
+        rng = np.random.default_rng(seed)
+        c.host_inputs, c.lengths = {}, {}
+        for p in spec.params:
+            if p.is_pointer:
+                c.lengths[p.name] = max(0, exprs.evaluate_int(p.length, c.env))
+                if p.role in ("in", "inout"):
+                    c.host_inputs[p.name] = _inputs(p, c.lengths[p.name], rng)
+        c.where = (
+            f"in case n={n} (seed {seed}), launch grid={_d(grid)} block={_d(block)} shared={shared}"
+        )
+        c.lap("inputs")
+
+    def _run_kernel(self, c: CaseRun) -> dict[str, np.ndarray]:
+        """The kernel's verified launch, its module globals as loaded; returns its buffers as
+        raw bytes, guard bands included."""
+        self.progress(c.step(f"running {c.spec.kernel}"))
+        self.state.restore()
+        self._launch_checked(c, c.kernel_fn, c.bufs, c.where)
+        c.lap("kernel")
+        written = self.state.changed()
+        if written:
+            c.case["timing"]["globals_written"] = written
+        after = {b.param.name: b.read() for b in c.bufs}
+        c.lap("download")
+        return after
+
+    def _reference(self, c: CaseRun) -> dict[str, np.ndarray]:
+        """The reference, on the same inputs: read-only inputs are shared (the kernel was just
+        checked not to change them); outputs and inout data get buffers of their own."""
+        spec, ref = c.spec, c.ref
+        if ref["kind"] in ("cuda", "self"):
+            c.ref_bufs = self._alloc(spec, c.lengths, c.host_inputs, share=c.bufs)
+            c.owned += [b for b in c.ref_bufs if b not in c.bufs]
+            fn = c.ref_fn if ref["kind"] == "cuda" else c.kernel_fn
+            self.progress(c.step("running the reference"))
+            self._launch_checked(c, fn, c.ref_bufs, c.where + " (reference kernel)")
+            return {b.param.name: _data(b, b.read()) for b in c.ref_bufs if b.param.role != "in"}
+        if ref["kind"] == "triton":
+            self.progress(c.step("running Triton"))
+            return c.ref_fn.expected(spec, c.host_inputs, c.lengths, c.env, c.grid)
+        return numpy_reference(
+            spec, c.host_inputs, c.lengths, c.env, ref["expr"], trusted=bool(ref.get("trusted"))
+        )
+
+    def _check_baseline(self, c: CaseRun) -> None:
+        """The nvcc build of the library's reference.cu, on the same inputs, held to the same
+        numpy reference: a baseline that is wrong is no baseline."""
+        if c.ref["kind"] != "numpy" or self.baseline_fn is None:
+            return
+        c.baseline_bufs = self._alloc(c.spec, c.lengths, c.host_inputs, share=c.bufs)
+        c.owned += [b for b in c.baseline_bufs if b not in c.bufs]
+        self._launch_checked(c, self.baseline_fn, c.baseline_bufs, c.where + " (nvcc baseline)")
+        probe = {"messages": [], "outputs": []}
+        base_after = {b.param.name: b.read() for b in c.baseline_bufs if b.param.role != "in"}
+        base_ok = self._check(c.spec, c.baseline_bufs, base_after, c.expected, probe)
+        c.case["timing"]["baseline"] = "ok" if base_ok else "; ".join(probe["messages"])
+        c.lap("baseline")
+
+    def _time_case(self, c: CaseRun, ok: bool) -> bool:
+        """The kernel timed (when it passed), then the reference and the baselines. Returns
+        whether the case still passes: a wrong timed launch fails it."""
+        if ok:
+            self._time(c)
+            ok = c.case.pop("passed_timed")
+        self._time_reference(c)
+        if c.ref["kind"] == "triton":
+            c.case["ref_time_ms"] = c.ref_fn.time_ms(
+                c.spec, c.host_inputs, c.lengths, c.env, c.grid
+            )
+        if self.torch:
+            from .baselines import time_torch
+
+            self.progress(c.step("timing PyTorch"))
+            c.case["timing"].update(time_torch(self.torch, c.spec, c.host_inputs, c.env,
+                                               c.expected, c.spec.timing_runs, FLUSH_BYTES))  # fmt: skip
+        c.lap("timing")
+        return ok
+
+    def _time_reference(self, c: CaseRun) -> None:
+        """The CUDA reference, or the nvcc baseline, runs under the same rules (bar the globals
+        reset: nvcc's own build), and its timed outputs are checked the same way."""
+        other_fn, other_bufs = (
+            (c.ref_fn, c.ref_bufs) if c.ref["kind"] == "cuda"
+            else (self.baseline_fn, c.baseline_bufs) if c.baseline_bufs else (None, None)
+        )  # fmt: skip
+        if other_fn is None:
+            return
+        exp = c.expected if c.ref["kind"] == "numpy" else {
+            b.param.name: _data(b, b.read()) for b in other_bufs if b.param.role != "in"}  # fmt: skip
+        t = self._timed_runs(c, other_fn, other_bufs, c.where + " (reference, timed)", exp,
+                             NO_STATE)  # fmt: skip
+        c.case["ref_time_ms"] = t["median"]
+        c.case["timing"].update(ref_min_ms=t["min"], ref_max_ms=t["max"])
+        if t["wrong"]:
+            c.case["timing"]["ref_wrong"] = t["wrong"]
 
     def _alloc(self, spec, lengths, host_inputs, share: list[Buffer] | None = None) -> list[Buffer]:
         bufs = []
@@ -369,12 +434,12 @@ class Harness:
                 args.append(scalar_arg(p, env[p.name]))
         return args
 
-    def _launch_checked(self, fn, spec, bufs, env, grid, block, shared, where, case) -> None:
+    def _launch_checked(self, c: CaseRun, fn, bufs: list[Buffer], where: str) -> None:
         try:
-            cd.launch(fn, grid, block, shared, self._args(spec, bufs, env))
+            cd.launch(fn, c.grid, c.block, c.shared, self._args(c.spec, bufs, c.env))
             cd.synchronize()
         except cd.CudaError as e:
-            raise CaseError(e, where, case) from None
+            raise CaseError(e, where, c.case) from None
 
     def _check(self, spec, bufs, after, expected, case) -> bool:
         ok = True
@@ -410,13 +475,14 @@ class Harness:
         case["max_rel_err"] = worst
         return ok
 
-    def _timed_runs(self, fn, spec, bufs, env, grid, block, shared, where, case, expected,
+    def _timed_runs(self, c: CaseRun, fn, bufs: list[Buffer], where: str, expected: dict,
                     state: ModuleState) -> dict:  # fmt: skip
         """``spec.timing_runs`` launches, each from the verified launch's start state and each
         checked: the bytes of every output against the verified launch's (a deterministic
         kernel), else every element against ``expected``. Returns median/min/max ms and the
         first wrong launch's message ("" when none)."""
-        args = self._args(spec, bufs, env)
+        spec = c.spec
+        args = self._args(spec, bufs, c.env)
         outs = [b for b in bufs if b.param.role in TIMED_ROLES and b.nbytes]
         start = StartState(bufs)
         first: dict[str, int] = {}  # device copies of what the verified launch wrote
@@ -429,7 +495,7 @@ class Harness:
                 cd.copy_d2d(first[b.param.name], b.ptr, b.nbytes)
             start.apply()
             state.restore()
-            cd.launch(fn, grid, block, shared, args)  # warm-up (instruction cache, TLB)
+            cd.launch(fn, c.grid, c.block, c.shared, args)  # warm-up (instruction cache, TLB)
             cd.synchronize()
             times = []
             for k in range(max(1, spec.timing_runs)):
@@ -437,23 +503,12 @@ class Harness:
                 state.restore()
                 self.flush_l2()
                 self.events.record_start()
-                cd.launch(fn, grid, block, shared, args)
+                cd.launch(fn, c.grid, c.block, c.shared, args)
                 self.events.record_end()
                 times.append(self.events.elapsed_ms())
-                for b in outs:
-                    # Same bytes as the verified launch (compared on the GPU) and untouched
-                    # guard bands: right. Otherwise the whole buffer is checked (a kernel with
-                    # float atomics may differ in the last bits and still be right).
-                    if (
-                        self._same(b.ptr, first[b.param.name], b.nbytes) or self._near(near, b)
-                    ) and not _guard_damage(b, _guards_only(b)):
-                        continue
-                    raw = b.read()
-                    probe = {"messages": [], "outputs": []}
-                    if not self._check(spec, [b], {b.param.name: raw}, expected, probe):
-                        wrong = f"timed launch {k + 1}: " + "; ".join(probe["messages"])
-                        break
-                if wrong:
+                why = self._wrong_timed_output(spec, outs, first, near, expected)
+                if why is not None:
+                    wrong = f"timed launch {k + 1}: " + why
                     break
             cd.synchronize()
             ins = [b for b in bufs if b.param.role == "in"]
@@ -463,13 +518,30 @@ class Harness:
             return {"median": statistics.median(times), "min": min(times), "max": max(times),
                     "runs": len(times), "wrong": wrong}  # fmt: skip
         except cd.CudaError as e:
-            raise CaseError(e, where, case) from None
+            raise CaseError(e, where, c.case) from None
         finally:
             start.free()
             near.free()
             for dev in first.values():
                 with contextlib.suppress(cd.CudaError):
                     cd.free(dev)
+
+    def _wrong_timed_output(self, spec: TestSpec, outs: list[Buffer], first: dict[str, int],
+                            near: NearReference, expected: dict) -> str | None:  # fmt: skip
+        """None when every output of the launch just timed is right, else what is wrong."""
+        for b in outs:
+            # Same bytes as the verified launch (compared on the GPU) and untouched guard
+            # bands: right. Otherwise the whole buffer is checked (a kernel with float atomics
+            # may differ in the last bits and still be right).
+            if (
+                self._same(b.ptr, first[b.param.name], b.nbytes) or self._near(near, b)
+            ) and not _guard_damage(b, _guards_only(b)):
+                continue
+            raw = b.read()
+            probe = {"messages": [], "outputs": []}
+            if not self._check(spec, [b], {b.param.name: raw}, expected, probe):
+                return "; ".join(probe["messages"])
+        return None
 
     def _same(self, a: int, b: int, nbytes: int) -> bool:
         if self.same_bytes is None:
@@ -487,10 +559,10 @@ class Harness:
             self.same_bytes = SameBytes()
         return near.within(self.same_bytes, b.param.name, b.dt, b.ptr, b.length)
 
-    def _time(self, spec, fn, bufs, env, grid, block, shared, case, where, ceiling,
-              expected) -> None:  # fmt: skip
+    def _time(self, c: CaseRun) -> None:
         """Time the kernel; withhold the time (and flag it) when its module globals cannot be
         reset or a timed launch is wrong: such a kernel gets no speedup."""
+        case = c.case
         case["passed_timed"] = True
         timing = case["timing"]
         if self.state.missing:
@@ -500,8 +572,8 @@ class Harness:
                 "kernel could carry results from one launch to the next, so it gets no time"
             )
             return
-        t = self._timed_runs(fn, spec, bufs, env, grid, block, shared, where + " (timed runs)",
-                             case, expected, self.state)  # fmt: skip
+        t = self._timed_runs(c, c.kernel_fn, c.bufs, c.where + " (timed runs)", c.expected,
+                             self.state)  # fmt: skip
         if t["wrong"]:
             case["passed_timed"] = False
             case["messages"].append(f"wrong in the timed runs ({t['wrong']})")
@@ -511,14 +583,18 @@ class Harness:
             return
         case["time_ms"] = t["median"]
         timing.update(min_ms=t["min"], max_ms=t["max"], runs=t["runs"])
-        self._shortcut_probe(fn, spec, bufs, env, grid, block, shared, case, where,
-                             t["median"], t["min"])  # fmt: skip
-        ms = t["median"]
-        bench = spec.bench or {}
+        self._shortcut_probe(c, t["median"], t["min"])
+        self._throughput(c, t["median"])
+
+    def _throughput(self, c: CaseRun, ms: float) -> None:
+        """Bytes moved (the spec's ``bench.bytes``, else each buffer once, inout twice) and
+        flops per second of the median launch; above 110% of the copy ceiling is suspicious."""
+        case, timing, env, ceiling = c.case, c.case["timing"], c.env, c.ceiling
+        bench = c.spec.bench or {}
         moved = (
             exprs.evaluate_int(bench["bytes"], env) if bench.get("bytes")
             else sum(b.nbytes * (2 if b.param.role == "inout" else 1)
-                     for b in bufs if b.param.role != "scratch")
+                     for b in c.bufs if b.param.role != "scratch")
         )  # fmt: skip
         timing["bytes"] = moved
         timing["bound"] = bench.get("bound") or (
@@ -548,33 +624,32 @@ class Harness:
     SHORTCUT_SHARE = 0.9
     SHORTCUT_MIN_MS = 0.005
 
-    def _shortcut_probe(self, fn, spec, bufs, env, grid, block, shared, case, where,
-                        honest_ms: float, fastest_ms: float) -> None:  # fmt: skip
+    def _shortcut_probe(self, c: CaseRun, honest_ms: float, fastest_ms: float) -> None:
         """Launch three more times the way a naive benchmark would: the outputs keep the last
         launch's answer and the module globals what it left (inputs, inout data and scratch as
         at the start). A kernel that gets much faster then is skipping work when its output
         already holds the answer, or carrying results across launches: flag it. Its reported
         time stays the honest one (every timed launch started from the verified state)."""
-        args = self._args(spec, bufs, env)
-        start = StartState(bufs)
+        args = self._args(c.spec, c.bufs, c.env)
+        start = StartState(c.bufs)
         try:
             times = []
             for _ in range(3):
                 start.apply(outputs=False)
                 self.flush_l2()
                 self.events.record_start()
-                cd.launch(fn, grid, block, shared, args)
+                cd.launch(c.kernel_fn, c.grid, c.block, c.shared, args)
                 self.events.record_end()
                 times.append(self.events.elapsed_ms())
             cd.synchronize()
         except cd.CudaError as e:
-            raise CaseError(e, where + " (shortcut probe)", case) from None
+            raise CaseError(e, c.where + " (shortcut probe)", c.case) from None
         finally:
             start.free()
         again = statistics.median(times)
-        case["timing"]["rerun_ms"] = again
+        c.case["timing"]["rerun_ms"] = again
         if again < self.SHORTCUT_SHARE * fastest_ms and honest_ms - again >= self.SHORTCUT_MIN_MS:
-            case["timing"].setdefault("flags", []).append(
+            c.case["timing"].setdefault("flags", []).append(
                 f"runs {honest_ms / max(again, 1e-9):.1f}× faster when launched again on its own "
                 "previous output and module state: it skips work when the answer is already "
                 "there (the time reported is from poisoned outputs and reset globals)"
