@@ -16,6 +16,7 @@ from .model import Problem, Severity
 
 SOURCE = "ptxls"
 
+
 def _problem(span, message: str, severity: Severity = Severity.ERROR, code: str = "") -> Problem:
     return Problem(
         span.start.line,

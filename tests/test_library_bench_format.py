@@ -4,9 +4,9 @@ ratio), and what the table says. The GPU side is tests/gpu/test_library_cheaters
 
 from __future__ import annotations
 
+from ptxls.frontend.ptx import module_globals
 from ptxls.gputest.bench import format_bench, geomean, row_from_report
 from ptxls.gputest.report import CaseResult, TestReport
-from ptxls.frontend.ptx import module_globals
 
 
 def test_module_globals_are_found_in_declarations_not_in_instructions_or_comments():
