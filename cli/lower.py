@@ -230,17 +230,54 @@ def _write(outcome, args, workspace: Path) -> tuple[str, str]:
     return f"{plan.path} ({plan.reason})", ""
 
 
+def _argument_problem(args: argparse.Namespace) -> str:
+    """Why these arguments cannot run ("" when they can)."""
+    if not args.file and not args.describe:
+        return "give a FILE, or --describe TEXT for a plain-language request"
+    if args.describe and args.backend in ("nvcc", "triton"):
+        return f"--describe needs the llm backend ({args.backend} compiles a kernel in FILE)"
+    if (args.plan or args.plan_only) and args.backend in ("nvcc", "triton"):
+        return "--plan/--plan-only need the llm backend"
+    return ""
+
+
+def _print_plan(job, outcome) -> int:
+    plan, error = outcome
+    if error:
+        _err(error)
+        return EXIT_CANNOT_RUN
+    from ptxls.lowering.service import choose_kernel, plan_document
+
+    src = choose_kernel(job)
+    name = "" if isinstance(src, str) else src.name
+    print(plan_document(job, name, plan))
+    return EXIT_OK
+
+
+def _report(args: argparse.Namespace, outcome, workspace: Path) -> int:
+    """Write the result (where allowed), print the report; the exit code."""
+    if not outcome.ok:
+        code = _exit_code(outcome, args.compile_only)
+        if code == EXIT_CANNOT_RUN and args.format == "text":
+            _err(outcome.message)
+            return code
+        _emit(args.format, outcome, code, "", _last_line(outcome, code, ""))
+        return code
+    written, error = _write(outcome, args, workspace)
+    if error:
+        _err(error)
+        return EXIT_CANNOT_RUN
+    code = _exit_code(outcome, args.compile_only)
+    _emit(args.format, outcome, code, written, _last_line(outcome, code, written))
+    return code
+
+
 def run(args: argparse.Namespace) -> int:
     from ptxls.lowering.service import LowerJob, plan_from_document
 
-    if not args.file and not args.describe:
-        _err("give a FILE, or --describe TEXT for a plain-language request")
-        return EXIT_CANNOT_RUN
-    if args.describe and args.backend in ("nvcc", "triton"):
-        _err(f"--describe needs the llm backend ({args.backend} compiles a kernel in FILE)")
-        return EXIT_CANNOT_RUN
-    if (args.plan or args.plan_only) and args.backend in ("nvcc", "triton"):
-        _err("--plan/--plan-only need the llm backend")
+    problem = _argument_problem(args)
+    if problem:
+        _err(problem)
         return EXIT_CANNOT_RUN
     workspace = Path.cwd()
     if args.file:
@@ -293,27 +330,5 @@ def run(args: argparse.Namespace) -> int:
         _err("cancelled")
         return 130
     if args.plan_only:
-        plan, error = outcome
-        if error:
-            _err(error)
-            return EXIT_CANNOT_RUN
-        from ptxls.lowering.service import choose_kernel, plan_document
-
-        src = choose_kernel(job)
-        name = "" if isinstance(src, str) else src.name
-        print(plan_document(job, name, plan))
-        return EXIT_OK
-    if not outcome.ok:
-        code = _exit_code(outcome, args.compile_only)
-        if code == EXIT_CANNOT_RUN and args.format == "text":
-            _err(outcome.message)
-            return code
-        _emit(args.format, outcome, code, "", _last_line(outcome, code, ""))
-        return code
-    written, error = _write(outcome, args, workspace)
-    if error:
-        _err(error)
-        return EXIT_CANNOT_RUN
-    code = _exit_code(outcome, args.compile_only)
-    _emit(args.format, outcome, code, written, _last_line(outcome, code, written))
-    return code
+        return _print_plan(job, outcome)
+    return _report(args, outcome, workspace)
