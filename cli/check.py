@@ -116,8 +116,7 @@ async def run_usage(
     """``ptxls usage``: what ptxas -v says per function, and the occupancy it implies.
     Exit 0, 1 when ptxas finds errors in the file (printed like ``ptxls check``), 2 when it
     cannot run (no ptxas, unreadable file, --timeout, an --arch the .target rules out)."""
-    from ptxls.diagnostics.ptxas_output import parse_ptxas_output, place_messages
-    from ptxls.diagnostics.resources import entry_occupancy, format_usage_markdown, usage_report
+    from ptxls.diagnostics.resources import usage_report
     from ptxls.frontend.ptx import scan_header
     from ptxls.toolchain.discovery import ToolNotFound
 
@@ -134,19 +133,32 @@ async def run_usage(
         print(f"ptxls: {e}", file=sys.stderr)
         return EXIT_CANNOT_RUN
     if report.error:
-        if arch and _TARGET_ABOVE_ARCH in report.error:
-            print(f"ptxls: {arch_below_target(file, arch, target)}", file=sys.stderr)
-            return EXIT_CANNOT_RUN
-        if "did not finish within" in report.error:
-            print(f"ptxls: {file}: {report.error}; allow more with --timeout", file=sys.stderr)
-            return EXIT_CANNOT_RUN
-        problems = place_messages(parse_ptxas_output(report.error), split_lines(text))
-        for p in problems:
-            print(p.compiler_style(file), file=out)
-        if not problems:
-            print(f"ptxls: ptxas ({report.tool}) refused {file}: {report.error}", file=sys.stderr)
-        print(f"ptxls: no usage for {file}: ptxas found errors in it", file=sys.stderr)
-        return EXIT_PROBLEMS
+        return _usage_refused(file, text, arch, target, report, out)
+    return _print_usage(file, report, block, fmt, out)
+
+
+def _usage_refused(file: str, text: str, arch, target, report, out) -> int:
+    """ptxas -v failed: why, printed like ``ptxls check``; the exit code."""
+    from ptxls.diagnostics.ptxas_output import parse_ptxas_output, place_messages
+
+    if arch and _TARGET_ABOVE_ARCH in report.error:
+        print(f"ptxls: {arch_below_target(file, arch, target)}", file=sys.stderr)
+        return EXIT_CANNOT_RUN
+    if "did not finish within" in report.error:
+        print(f"ptxls: {file}: {report.error}; allow more with --timeout", file=sys.stderr)
+        return EXIT_CANNOT_RUN
+    problems = place_messages(parse_ptxas_output(report.error), split_lines(text))
+    for p in problems:
+        print(p.compiler_style(file), file=out)
+    if not problems:
+        print(f"ptxls: ptxas ({report.tool}) refused {file}: {report.error}", file=sys.stderr)
+    print(f"ptxls: no usage for {file}: ptxas found errors in it", file=sys.stderr)
+    return EXIT_PROBLEMS
+
+
+def _print_usage(file: str, report, block: int | None, fmt: str, out) -> int:
+    from ptxls.diagnostics.resources import entry_occupancy, format_usage_markdown
+
     if fmt == "json":
         entries = []
         for u in report.entries:
