@@ -91,14 +91,7 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(args.examples, skip_gpu=args.no_gpu, skip_lowering=args.no_lowering)
 
 
-def build_parser() -> tuple[argparse.ArgumentParser, dict]:
-    parser = argparse.ArgumentParser(
-        prog="ptxls", description="PTX language server and toolbox: check, test, lower, bench."
-    )
-    parser.add_argument("--version", action="version", version=f"ptxls {version()}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    runners = {}
-
+def _add_serve(sub, runners: dict) -> None:
     p = sub.add_parser("serve", help="run the language server over stdio (editors start this)")
     p.add_argument(
         "--stdio",
@@ -108,6 +101,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
     runners["serve"] = _serve
 
+
+def _add_check(sub, runners: dict) -> None:
     p = sub.add_parser(
         "check",
         help="ptxas/nvcc diagnostics for .ptx and .cu files, compiler style",
@@ -133,6 +128,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     )
     runners["check"] = _check
 
+
+def _add_usage(sub, runners: dict) -> None:
     p = sub.add_parser(
         "usage",
         help="per-kernel registers, spills, shared memory, occupancy (ptxas -v)",
@@ -157,6 +154,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     add_format_argument(p, json_alias=False)
     runners["usage"] = _usage
 
+
+def _add_doctor(sub, runners: dict) -> None:
     p = sub.add_parser(
         "doctor", help="what ptxls found: ptxas, nvcc/NVRTC, driver, GPU, LLM settings"
     )
@@ -164,6 +163,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     add_format_argument(p)
     runners["doctor"] = _doctor
 
+
+def _add_demo(sub, runners: dict) -> None:
     p = sub.add_parser("demo", help="the main job on the shipped examples/")
     p.add_argument(
         "--examples", help="folder of examples (default: ./examples or the repository's)"
@@ -172,6 +173,19 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     p.add_argument("--no-lowering", action="store_true", help="skip the lowering step")
     runners["demo"] = _demo
 
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict]:
+    parser = argparse.ArgumentParser(
+        prog="ptxls", description="PTX language server and toolbox: check, test, lower, bench."
+    )
+    parser.add_argument("--version", action="version", version=f"ptxls {version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    runners: dict = {}
+    _add_serve(sub, runners)
+    _add_check(sub, runners)
+    _add_usage(sub, runners)
+    _add_doctor(sub, runners)
+    _add_demo(sub, runners)
     for name in _COMMAND_MODULES:
         module = importlib.import_module(name)
         before = set(sub.choices)
