@@ -85,6 +85,7 @@ async def run_check(
         for note in result.notes:
             print(f"ptxls: {note}", file=sys.stderr)
         cannot_run = False
+        fixes_said = set()
         for p in result.problems:
             if p.code == "tool-timeout":
                 cannot_run = True
@@ -96,6 +97,11 @@ async def run_check(
                 print(f"ptxls: {arch_below_target(name, arch, target)}", file=sys.stderr)
                 continue
             print(p.compiler_style(name), file=out)
+            if p.fix and p.fix not in fixes_said:  # a fix-it, as compilers print one: once
+                fixes_said.add(p.fix)
+                print(
+                    f"{name}:{p.fix.line + 1}:{p.fix.col + 1}: note: fix: {p.fix.title}", file=out
+                )
         if cannot_run:
             worst = EXIT_CANNOT_RUN
         elif worst == EXIT_OK and any(p.severity is Severity.ERROR for p in result.problems):

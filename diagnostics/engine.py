@@ -18,6 +18,7 @@ from ptxls.toolchain.arch import choose_arch
 from ptxls.toolchain.discovery import Tool, ToolNotFound, find_ptxas
 from ptxls.toolchain.ptxas import run_ptxas
 
+from .cascade import fold_cascade
 from .cuda_check import check_cuda
 from .isa_lints import lint_availability
 from .lints import lint_ptx
@@ -289,6 +290,9 @@ async def check_document(
                 if not ptxas_job.done():
                     yield CheckStep(_lints_only(lints), final=False)
         result = await ptxas_job
+        _, lints = await lint_job
+        # for people: one squiggle per cause (the lowering loop folds its own way, for a model)
+        result.problems = fold_cascade(result.problems, lints)
     except PtxasUnavailable:
         _, lints = await lint_job
         yield CheckStep(_lints_only(lints), final=False)

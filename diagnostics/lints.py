@@ -9,10 +9,11 @@ anything we cannot judge are left alone.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from ptxls.frontend.ptx import PtxFunction, PtxModule, is_special_register, parse_ptx
 
-from .model import Problem, Severity
+from .model import Fix, Problem, Severity
 
 SOURCE = "ptxls"
 
@@ -64,15 +65,29 @@ def lint_ptx(text: str, module: PtxModule | None = None) -> list[Problem]:
         problems.append(_problem(sp.span, sp.message, code="braces"))
     module_names = {d.name for d in module.globals if d.count is None}
     module_ranges = [d for d in module.globals if d.count is not None]
+    lines = _Lines(text)
     for func in module.functions:
-        problems.extend(_undeclared_registers(func, module_names, module_ranges))
+        problems.extend(_undeclared_registers(func, module_names, module_ranges, lines))
         problems.extend(_unknown_labels(func))
     problems.sort(key=lambda p: (p.line, p.col))
     return problems
 
 
+class _Lines:
+    """The buffer's lines, split only when a fix needs one (most buffers have no problem)."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._lines: list[str] | None = None
+
+    def __getitem__(self, i: int) -> str:
+        if self._lines is None:
+            self._lines = self._text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        return self._lines[i] if 0 <= i < len(self._lines) else ""
+
+
 def _undeclared_registers(
-    func: PtxFunction, module_names: set[str], module_ranges
+    func: PtxFunction, module_names: set[str], module_ranges, lines: _Lines
 ) -> list[Problem]:
     names = {d.name for d in func.decls if d.count is None} | module_names
     names |= {p.name for p in func.params} | {p.name for p in func.return_params}
@@ -84,6 +99,7 @@ def _undeclared_registers(
         limit[d.name] = max(limit.get(d.name, 0), d.count or 0)
     out = []
     reported: set[tuple[str, int]] = set()
+    fixes: dict[str, Fix | None] = {}
     for use in func.register_uses:
         reg = use.name
         if reg in names:
@@ -98,12 +114,51 @@ def _undeclared_registers(
             continue
         reported.add(key)
         hint = _range_hint(reg, ranges)
-        out.append(
-            _problem(
-                use.span, f"register '{reg}' is not declared{hint}", code="undeclared-register"
-            )
+        problem = _problem(
+            use.span, f"register '{reg}' is not declared{hint}", code="undeclared-register"
         )
+        if prefix not in fixes:  # one fix per prefix: it covers every use of that prefix
+            fixes[prefix] = _widen_range_fix(reg, func, ranges, limit, lines)
+        fix = fixes[prefix]
+        out.append(replace(problem, fix=fix) if fix else problem)
     return out
+
+
+_COUNT_AFTER_NAME = re.compile(r"\s*<\s*(\d+)\s*>")
+
+
+def _widen_range_fix(reg: str, func: PtxFunction, ranges, limit: dict[str, int], lines: _Lines):
+    """``%r<6>`` → ``%r<N+1>`` where %rN is the highest register of that prefix the function
+    uses: one edit declares every use at once (a fix per use would widen it one at a time).
+    None when no range of that prefix exists, or its text is not where the parse put it."""
+    prefix = reg.rstrip("0123456789")
+    if prefix == reg:
+        return None
+    widest = max((d for d in ranges if d.name == prefix), key=lambda d: d.count or 0, default=None)
+    if widest is None or widest.span.start.line != widest.span.end.line:
+        return None
+    line = widest.span.end.line
+    m = _COUNT_AFTER_NAME.match(lines[line], widest.span.end.col)
+    if not m or int(m.group(1)) != limit.get(prefix):
+        return None
+    used = [
+        int(u.name[len(prefix) :])
+        for u in func.register_uses
+        if u.name.startswith(prefix) and u.name[len(prefix) :].isdigit()
+    ]
+    new_count = max(used) + 1
+    if new_count <= limit[prefix]:
+        return None
+    covers = f"{prefix}{limit[prefix]}" + (
+        f" to {prefix}{new_count - 1}" if new_count - 1 > limit[prefix] else ""
+    )
+    return Fix(
+        title=f"Declare {prefix}<{new_count}> on line {line + 1} (covers {covers})",
+        line=line,
+        col=m.start(1),
+        old_text=m.group(1),
+        new_text=str(new_count),
+    )
 
 
 def _range_hint(reg: str, ranges) -> str:

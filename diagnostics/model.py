@@ -14,6 +14,20 @@ class Severity(StrEnum):
 
 
 @dataclass(frozen=True)
+class Fix:
+    """An edit that resolves a problem: ``old_text`` at (line, col) becomes ``new_text``.
+
+    ``old_text`` lets whoever applies it later check that the buffer still says what the check
+    saw (an editor asks for the fix after more edits)."""
+
+    title: str  # "Declare %r<7> on line 16 (covers %r6)"
+    line: int  # 0-based
+    col: int
+    old_text: str
+    new_text: str
+
+
+@dataclass(frozen=True)
 class Problem:
     """One finding on a 0-based line, columns in characters of that line (end exclusive)."""
 
@@ -25,6 +39,7 @@ class Problem:
     source: str  # "ptxas", "ptxls", "nvcc", "nvrtc", "gpu-test"
     end_line: int | None = None  # None: same as line
     code: str | None = None
+    fix: Fix | None = None  # the edit that would resolve it, where one is certain
 
     @property
     def last_line(self) -> int:

@@ -16,6 +16,7 @@ import asyncio
 import re
 from dataclasses import dataclass, field
 
+from ptxls.diagnostics.cascade import rank
 from ptxls.diagnostics.engine import (
     INLINE_LINT_BYTES,
     PtxasUnavailable,
@@ -71,27 +72,8 @@ def quote_line(lines: list[str], line: int, context: int = CONTEXT_LINES) -> str
 
 # ptxas reports one mistake several times on the same line: an unknown register first makes
 # "Unknown symbol '%f9'" and then "Arguments mismatch for instruction 'add'" (the operand has no
-# type). The model should get one item per cause, the cause first.
-_CAUSE_FIRST = (
-    "unknown symbol",
-    "is not declared",
-    "undefined",
-    "not defined",
-    "unsupported .version",
-    "unsupported .target",
-    "not supported on .target",
-    "requires",
-)
-_CONSEQUENCES = ("arguments mismatch", "illegal operand type", "operand ", "syntax error")
-
-
-def _rank(message: str) -> int:
-    low = message.lower()
-    if any(c in low for c in _CAUSE_FIRST):
-        return 0
-    if any(c in low for c in _CONSEQUENCES):
-        return 2
-    return 1
+# type). The model should get one item per cause, the cause first (the ranking is the
+# diagnostics' own: diagnostics/cascade.py).
 
 
 @dataclass
@@ -111,10 +93,10 @@ def fold_problems(problems: list[Problem], hints: list[Problem] = ()) -> list[Fe
     items = []
     for line in sorted(by_line):
         msgs: list[str] = []
-        for p in sorted(by_line[line], key=lambda q: (_rank(q.message), q.col)):
+        for p in sorted(by_line[line], key=lambda q: (rank(q.message), q.col)):
             if p.message not in msgs:
                 msgs.append(p.message)
-        causes = [m for m in msgs if _rank(m) < 2] or msgs[:1]
+        causes = [m for m in msgs if rank(m) < 2] or msgs[:1]
         rest = [m for m in msgs if m not in causes]
         for i, cause in enumerate(causes):
             item = FeedbackItem(line, cause, rest if i == 0 else [])

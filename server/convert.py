@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from lsprotocol import types
 
-from ptxls.diagnostics.model import Problem, Severity
+from ptxls.diagnostics.model import Fix, Problem, Severity
 from ptxls.frontend.ptx import Span
 from ptxls.frontend.ptx_index import OutlineItem
 
@@ -87,6 +87,43 @@ def to_diagnostic(p: Problem, lines: list[str] | None = None) -> types.Diagnosti
         severity=_SEVERITY[p.severity],
         source=p.source,
         code=p.code,
+        # the fix travels with the diagnostic: the editor hands it back in the code-action request
+        data={"fix": _fix_data(p.fix)} if p.fix else None,
+    )
+
+
+def _fix_data(fix: Fix) -> dict:
+    return {"title": fix.title, "line": fix.line, "col": fix.col,
+            "old": fix.old_text, "new": fix.new_text}  # fmt: skip
+
+
+def quick_fix(uri: str, diagnostic: types.Diagnostic, lines: list[str]) -> types.CodeAction | None:
+    """The quick fix a diagnostic carries, when the buffer still holds the text it replaces
+    (the person may have edited since the check): else None, never a stale edit."""
+    data = diagnostic.data
+    fix = data.get("fix") if isinstance(data, dict) else None
+    if not isinstance(fix, dict):
+        return None
+    try:
+        title, line, col = str(fix["title"]), int(fix["line"]), int(fix["col"])
+        old, new = str(fix["old"]), str(fix["new"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not (0 <= line < len(lines)) or col < 0 or lines[line][col : col + len(old)] != old:
+        return None
+    edit = types.TextEdit(
+        range=types.Range(
+            start=types.Position(line=line, character=col),
+            end=types.Position(line=line, character=col + len(old)),
+        ),
+        new_text=new,
+    )
+    return types.CodeAction(
+        title=title,
+        kind=types.CodeActionKind.QuickFix,
+        diagnostics=[diagnostic],
+        is_preferred=True,
+        edit=types.WorkspaceEdit(changes={uri: [edit]}),
     )
 
 

@@ -34,11 +34,25 @@ def test_check_broken_file_prints_compiler_style_and_exits_1():
     r = ptxls("check", path)
     assert r.returncode == 1
     lines = r.stdout.splitlines()
-    assert f"{path}:28:21: error: Unknown symbol '%r6'" in lines
     assert all(
-        line.startswith(f"{path}:") and (": error: " in line or ": warning: " in line)
+        line.startswith(f"{path}:")
+        and any(f": {w}: " in line for w in ("error", "warning", "note"))
         for line in lines
     )
+    errors = [line for line in lines if ": error: " in line]
+    # one error per cause: ptxas's "Arguments mismatch" on the same line is folded into the
+    # "Unknown symbol" that causes it, and the lint's words say which .reg declares what
+    assert [e.split(": error: ")[0] for e in errors] == [
+        f"{path}:{n}" for n in ("28:21", "29:26", "34:27")
+    ]
+    assert errors[0].startswith(
+        f"{path}:28:21: error: Unknown symbol '%r6' — register '%r6' is not declared ('.reg .b32 %r<6>' on line 16"
+    )
+    assert errors[0].endswith("then, because of it: Arguments mismatch for instruction 'mad.lo'")
+    # the fix-it is printed once, at the .reg line, though three errors share it
+    assert [line for line in lines if ": note: " in line] == [
+        f"{path}:16:20: note: fix: Declare %r<7> on line 16 (covers %r6)"
+    ]
 
 
 def test_check_reports_warnings_as_warnings(tmp_path):
@@ -127,7 +141,10 @@ def test_usage_of_broken_ptx_prints_the_errors_like_check():
     path = str(EXAMPLES / "broken.ptx")
     r = ptxls("usage", path)
     assert r.returncode == 1
-    assert f"{path}:28:21: error: Unknown symbol '%r6'" in r.stdout.splitlines()
+    assert any(
+        line.startswith(f"{path}:28:21: error: Unknown symbol '%r6'")
+        for line in r.stdout.splitlines()
+    )
     assert "ptxas fatal" not in r.stdout + r.stderr
 
 

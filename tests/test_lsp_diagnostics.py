@@ -142,3 +142,64 @@ async def test_crlf_diagnostics_land_on_the_right_line(client: LanguageClient, t
             assert (
                 lines[d.range.start.line][d.range.start.character : d.range.end.character] == "%r6"
             )
+
+
+async def test_one_squiggle_per_cause_with_a_quick_fix_that_declares_the_register(
+    client: LanguageClient, tmp_path
+):
+    uri = (tmp_path / "broken.ptx").as_uri()
+    open_doc(client, uri, BROKEN)
+    pub = await wait_for_publish(client, uri, lambda p: _by_source(p, "ptxas"))
+    errors = [d for d in pub.diagnostics if d.severity == types.DiagnosticSeverity.Error]
+    # ptxas says "Unknown symbol" and "Arguments mismatch" on each of the three lines: one each
+    assert sorted(d.range.start.line for d in errors) == [27, 28, 33], errors
+    assert not any(d.message.startswith("Arguments mismatch") for d in errors)
+    assert all("'.reg .b32 %r<6>' on line 16" in d.message for d in errors)
+
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=errors[0].range,
+            context=types.CodeActionContext(diagnostics=errors),
+        )
+    )
+    fixes = [
+        a
+        for a in actions or []
+        if isinstance(a, types.CodeAction) and a.kind == types.CodeActionKind.QuickFix
+    ]
+    assert [a.title for a in fixes] == ["Declare %r<7> on line 16 (covers %r6)"]
+    (edit,) = fixes[0].edit.changes[uri]
+    lines = BROKEN.splitlines()
+    line = lines[edit.range.start.line]
+    fixed_line = (
+        line[: edit.range.start.character] + edit.new_text + line[edit.range.end.character :]
+    )
+    assert fixed_line == FIXED.splitlines()[edit.range.start.line]
+
+    # applied, the file checks clean
+    replace_all(client, uri, FIXED, 2)
+    await wait_for_publish(client, uri, lambda p: p.version == 2 and not p.diagnostics)
+
+
+async def test_a_quick_fix_is_not_offered_once_the_text_it_replaces_changed(
+    client: LanguageClient, tmp_path
+):
+    uri = (tmp_path / "broken.ptx").as_uri()
+    open_doc(client, uri, BROKEN)
+    pub = await wait_for_publish(client, uri, lambda p: _by_source(p, "ptxas"))
+    stale = list(pub.diagnostics)
+    # the person widened the range by hand meanwhile; the editor still holds the old squiggles
+    replace_all(client, uri, BROKEN.replace("%r<6>;", "%r<9>;"), 2)
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=stale[0].range,
+            context=types.CodeActionContext(diagnostics=stale),
+        )
+    )
+    assert not [
+        a
+        for a in actions or []
+        if isinstance(a, types.CodeAction) and a.kind == types.CodeActionKind.QuickFix
+    ]

@@ -28,7 +28,7 @@ from ptxls.diagnostics.model import CheckResult, Problem
 from ptxls.diagnostics.resources import EntryUsage
 
 from ..app import PtxlsServer
-from ..convert import to_diagnostics
+from ..convert import quick_fix, to_diagnostics
 from .jobs import DocumentJobs
 from .languages import PTX, language_of
 
@@ -155,7 +155,23 @@ def _ran_ptxas(ls: PtxlsServer, uri: str, version, result: CheckResult, took: fl
     )
 
 
+def quick_fixes(ls: PtxlsServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    """The fixes the diagnostics under the cursor carry (one per distinct edit: three uses of
+    %r6 share the one ``%r<7>``)."""
+    doc = ls.open_document(params.text_document.uri)
+    if doc is None:
+        return []
+    lines = doc.lines
+    actions: dict[str, types.CodeAction] = {}
+    for d in params.context.diagnostics:
+        action = quick_fix(params.text_document.uri, d, [line.rstrip("\r\n") for line in lines])
+        if action is not None:
+            actions.setdefault(action.title, action)
+    return list(actions.values())
+
+
 def register(server: PtxlsServer) -> None:
+    server.code_action_providers.append(quick_fixes)
     server.feature(types.TEXT_DOCUMENT_DID_OPEN)(did_open)
     server.feature(types.TEXT_DOCUMENT_DID_CHANGE)(did_change)
     server.feature(types.TEXT_DOCUMENT_DID_SAVE)(did_save)
