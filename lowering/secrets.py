@@ -366,16 +366,29 @@ def host_of(url: str | None) -> str:
 
 
 class ScrubbingStream(io.TextIOBase):
-    """A text stream that scrubs each write before passing it on (the CLI's stdout/stderr)."""
+    """A text stream that scrubs whole lines before passing them on (the CLI's stdout/stderr).
+
+    A key can arrive in pieces (``print(a, b)`` is three writes; a progress line is written a
+    chunk at a time), and a piece alone looks like nothing. No key holds a line break, so the
+    text after the last ``\n``/``\r`` is held until its line ends, or until ``flush`` (which a
+    prompt before ``input()`` and the exit both call) writes it out scrubbed."""
 
     def __init__(self, inner):
         self._inner = inner
+        self._held = ""
 
     def write(self, s: str) -> int:
-        self._inner.write(scrub(s))
+        text = self._held + s
+        cut = max(text.rfind("\n"), text.rfind("\r")) + 1
+        self._held = text[cut:]
+        if cut:
+            self._inner.write(scrub(text[:cut]))
         return len(s)
 
     def flush(self) -> None:
+        if self._held:
+            held, self._held = self._held, ""
+            self._inner.write(scrub(held))
         self._inner.flush()
 
     def isatty(self) -> bool:

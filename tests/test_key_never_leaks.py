@@ -74,6 +74,52 @@ def test_scrub_removes_the_configured_key_whatever_its_shape(monkeypatch):
 
 
 @pytest.mark.parametrize(
+    "pieces",
+    [
+        [
+            "the key is ",
+            "plainkey-with",
+            "out-any-prefix-42",
+            "\n",
+        ],  # print(a, b) writes a, " ", b, "\n"
+        ["plainkey-without-any-prefix-42"[:i] for i in (7,)]
+        + ["plainkey-without-any-prefix-42"[7:], "\r"],
+        ["Authorization: Bearer ", "sk-proj-abc", "DEF123456789xyz0", " tail"],  # ended by flush
+    ],
+)
+def test_the_clis_stream_scrubs_a_key_written_in_pieces(monkeypatch, pieces):
+    import io
+
+    from ptxls.lowering.secrets import ScrubbingStream
+
+    monkeypatch.setenv("OPENAI_API_KEY", "plainkey-without-any-prefix-42")
+    inner = io.StringIO()
+    stream = ScrubbingStream(inner)
+    for piece in pieces:
+        assert stream.write(piece) == len(piece)
+    stream.flush()
+    out = inner.getvalue()
+    assert REDACTED in out, out
+    assert "prefix-42" not in out and "DEF123456789xyz0" not in out, out
+
+
+def test_the_clis_stream_passes_whole_lines_at_once_and_holds_nothing_after_a_flush():
+    import io
+
+    from ptxls.lowering.secrets import ScrubbingStream
+
+    inner = io.StringIO()
+    stream = ScrubbingStream(inner)
+    stream.write("line one\nhalf")
+    assert inner.getvalue() == "line one\n"
+    stream.write(" a line\n")
+    assert inner.getvalue() == "line one\nhalf a line\n"
+    stream.write("prompt> ")
+    stream.flush()
+    assert inner.getvalue().endswith("prompt> ")
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "ptxas error at line 12: Arguments mismatch for instruction 'add'",
