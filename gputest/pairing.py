@@ -80,18 +80,47 @@ def _sidecar(spec, source_path, kernel):
     return annotations.apply_sidecar(spec, side.read_text(errors="replace"), kernel, str(side))
 
 
+# A folder holding one of these is a project's root: the provenance header's search stops there.
+_PROJECT_MARKERS = (".git", ".hg", ".vscode", "pyproject.toml", ".ptxls")
+
+
 def paired_cuda_path(ptx_text: str, ptx_path: str | None) -> Path | None:
+    """The CUDA file a .ptx is tested against: the one its ``// source:`` header names, else
+    ``NAME.cu`` beside it.
+
+    The header is text of the file, and a file can come from anyone: the path it names is
+    looked for relative to the .ptx's folder and the folders above it up to the project's
+    root (the lowering writes workspace-relative paths), and whatever it resolves to (``..``
+    steps, an absolute path, symlinks followed) must lie inside that project. Where no folder
+    marks a project, the search stops below the home folder and the filesystem's root: from
+    ~/Downloads/x.ptx, "work/secret.cu" is not looked for in ~."""
     if not ptx_path:
         return None
-    here = Path(ptx_path).parent
+    here = Path(ptx_path).resolve().parent
     named = provenance_source(ptx_text)
-    if named:
-        # Relative to the .ptx, or to any folder above it (the lowering writes workspace paths).
-        for candidate in [here / named, *(d / named for d in here.parents), Path(named)]:
-            if candidate.is_file():
+    if named and not named.startswith("~"):
+        folders = _folders_up_to_project_root(here)
+        root = folders[-1]
+        for folder in folders:
+            candidate = (folder / named.replace("\\", "/")).resolve()
+            if candidate.is_relative_to(root) and candidate.is_file():
                 return candidate
     beside = Path(ptx_path).with_suffix(".cu")
     return beside if beside.is_file() else None
+
+
+def _folders_up_to_project_root(here: Path) -> list[Path]:
+    """``here`` and the folders above it up to the first that marks a project's root; where
+    none does, up to the folder below the home folder or the filesystem's root, never those."""
+    home = Path.home().resolve()
+    folders = []
+    for folder in [here, *here.parents]:
+        if folder == home or folder == folder.parent:
+            break
+        folders.append(folder)
+        if any((folder / m).exists() for m in _PROJECT_MARKERS):
+            break
+    return folders or [here]
 
 
 def spec_for_ptx(
