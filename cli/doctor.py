@@ -7,8 +7,15 @@ import os
 import sys
 
 from ptxls.toolchain.arch import choose_arch
+from ptxls.toolchain.disasm import find_cuobjdump, find_nvdisasm
 from ptxls.toolchain.discovery import ToolNotFound, all_tools, find_nvcc, find_ptxas
 from ptxls.toolchain.gpu_probe import probe_gpu
+from ptxls.toolchain.process import run_capped
+from ptxls.toolchain.sanitizer import find_sanitizer
+from ptxls.toolchain.triton_compile import triton_python
+
+TRITON_MISSING = "not installed — pip install 'ptxls[triton]'"
+_TRITON_VERSION = "import importlib.metadata as m; print(m.version('triton'))"
 
 
 def _nvrtc_version() -> str:
@@ -19,6 +26,44 @@ def _nvrtc_version() -> str:
         return f"{major}.{minor}" if err == nvrtc.nvrtcResult.NVRTC_SUCCESS else f"error {err}"
     except Exception as e:  # library missing: say why, never a traceback
         return f"not available ({e}; pip install nvidia-cuda-nvrtc)"
+
+
+def _triton() -> dict:
+    """Triton's version in the interpreter the Triton compiles run in (``triton_python()``:
+    ``PTXLS_TRITON_PYTHON`` or this one), read from its metadata: importing triton takes
+    seconds, and the compile step imports it in its own process anyway."""
+    python = triton_python()
+    if python == sys.executable:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return {"version": version("triton"), "python": python}
+        except PackageNotFoundError:
+            return {"error": TRITON_MISSING, "python": python}
+    try:
+        res = run_capped([python, "-c", _TRITON_VERSION], timeout=30, cap=64 << 10)
+    except OSError as e:
+        return {"error": f"PTXLS_TRITON_PYTHON={python} could not start ({e})", "python": python}
+    found = res.stdout.strip().splitlines()
+    if res.returncode == 0 and found:
+        return {"version": found[-1], "python": python}
+    return {"error": TRITON_MISSING + f" (in {python})", "python": python}
+
+
+def _sanitizer() -> dict:
+    try:
+        found = find_sanitizer()
+    except ToolNotFound as e:
+        return {"error": str(e)}
+    return {"path": found.path, "version": found.version, "origin": found.origin}
+
+
+def _disassembler(find) -> dict:
+    try:
+        tool = find()
+    except ToolNotFound as e:
+        return {"error": str(e)}
+    return {"path": tool.path, "version": tool.version, "origin": tool.origin}
 
 
 def gather(ptxas: str | None = None) -> dict:
@@ -48,6 +93,12 @@ def gather(ptxas: str | None = None) -> dict:
     except ToolNotFound as e:
         info["nvcc"] = {"error": str(e)}
     info["nvrtc"] = _nvrtc_version()
+    # issue 12's tools: optional, so a missing one is reported (with how to get it), never an
+    # error for the exit code
+    info["nvdisasm"] = _disassembler(find_nvdisasm)
+    info["cuobjdump"] = _disassembler(find_cuobjdump)
+    info["compute_sanitizer"] = _sanitizer()
+    info["triton"] = _triton()
     gpu = probe_gpu()
     info["gpu"] = {
         "available": gpu.available,
@@ -94,6 +145,7 @@ def _rows(info: dict) -> list[tuple[str, str]]:
     n = info["nvcc"]
     rows.append(("nvcc", n.get("error") or f"{n['version']} at {n['path']} ({n['origin']})"))
     rows.append(("NVRTC", info["nvrtc"]))
+    rows += _optional_rows(info)
     g = info["gpu"]
     if g["available"]:
         rows.append(("GPU", f"{g['name']} ({g['arch']})"))
@@ -121,8 +173,29 @@ def _rows(info: dict) -> list[tuple[str, str]]:
     return rows
 
 
+def _found(tool: dict) -> str:
+    """'13.5 at PATH (origin)', or 'not found: how to get it'."""
+    if "error" in tool:
+        return "not found: " + tool["error"]
+    return f"{tool['version'] or '?'} at {tool['path']} ({tool['origin']})"
+
+
+def _optional_rows(info: dict) -> list[tuple[str, str]]:
+    """The tools of Show SASS, the sanitizer and Triton: each found or how to get it."""
+    rows = [
+        ("nvdisasm", _found(info["nvdisasm"])),
+        ("cuobjdump", _found(info["cuobjdump"])),
+        ("compute-sanitizer", _found(info["compute_sanitizer"])),
+    ]
+    triton = info["triton"]
+    rows.append(("triton", triton.get("error") or triton["version"]))
+    return rows
+
+
 def run_doctor(ptxas: str | None = None, fmt: str = "text", out=None) -> int:
-    """Exit 0, or 2 when there is no ptxas (nothing can be checked)."""
+    """Exit 0, or 2 when there is no ptxas (nothing can be checked). A missing optional tool
+    (nvcc, NVRTC, the disassemblers, compute-sanitizer, Triton, a GPU) is reported, not an
+    error."""
     out = out or sys.stdout
     info = gather(ptxas)
     code = 0 if "error" not in info["ptxas"] else 2
@@ -137,6 +210,7 @@ def run_doctor(ptxas: str | None = None, fmt: str = "text", out=None) -> int:
             print(f"| {key.strip()} | {cell} |", file=out)
         return code
     print("ptxls doctor", file=out)
+    width = max(16, *(len(key) for key, _ in rows))
     for key, value in rows:
-        print(f"  {key:<16} {value}", file=out)
+        print(f"  {key:<{width}} {value}", file=out)
     return code
