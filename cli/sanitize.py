@@ -2,11 +2,12 @@
 
     ptxls test kernel.ptx --sanitize                     # memcheck + racecheck
     ptxls test kernel.ptx --sanitize racecheck initcheck --kernel k
-    ptxls test kernel.ptx --sanitize all --json
+    ptxls test kernel.cu --sanitize all --json
 
 Each tool runs the kernel's test once, at one size (the spec's smallest that launches two blocks,
 or ``--sizes``), untimed, in a fresh worker under compute-sanitizer; every report is printed with
-the PTX line it points at. Exit 0 when every tool finds nothing, 1 on a finding or a test that
+the line it points at: the PTX line of a .ptx, the .cu line of a CUDA kernel (its test is the one
+``ptxls test FILE.cu`` runs, on nvcc -lineinfo's PTX, whose line info names the .cu lines). Exit 0 when every tool finds nothing, 1 on a finding or a test that
 did not finish, 2 when it could not run (no file, no compute-sanitizer, a bad tool name), 3 when
 there is no CUDA device.
 """
@@ -41,8 +42,23 @@ def wanted(args: argparse.Namespace) -> bool:
     return getattr(args, "sanitize", None) is not None
 
 
+CUDA_SUFFIXES = (".cu", ".cuh")
+
+
+async def _sanitize_one(args, name: str, text: str, ref: str | None, opts):
+    if Path(args.file).suffix in CUDA_SUFFIXES:
+        from ptxls.gputest.sanitize_cuda import sanitize_cuda
+
+        return await sanitize_cuda(text, name, cuda_path=args.file, reference_cuda=ref,
+                                   reference_path=args.ref, options=opts)  # fmt: skip
+    from ptxls.gputest.sanitize import sanitize_ptx
+
+    return await sanitize_ptx(text, name, ptx_path=args.file, reference_cuda=ref,
+                              reference_path=args.ref, options=opts)  # fmt: skip
+
+
 async def _run(args: argparse.Namespace, tools, sizes, names: list[str], text: str):
-    from ptxls.gputest.sanitize import SanitizeOptions, sanitize_ptx
+    from ptxls.gputest.sanitize import SanitizeOptions
     from ptxls.gputest.supervisor import shared_supervisor
 
     def progress(msg: str) -> None:
@@ -50,7 +66,8 @@ async def _run(args: argparse.Namespace, tools, sizes, names: list[str], text: s
             print(f"  … {short_tokens(msg)}", file=sys.stderr)
 
     opts = SanitizeOptions(
-        tools=tools, sanitizer=args.sanitizer, sizes=sizes, ptxas=args.ptxas, arch=args.arch,
+        tools=tools, sanitizer=args.sanitizer, sizes=sizes, ptxas=args.ptxas,
+        nvcc=getattr(args, "nvcc", None), arch=args.arch,
         seed=args.seed, trusted=bool(getattr(args, "trust", False)),
         spec_path=getattr(args, "spec", None), on_progress=progress,
     )  # fmt: skip
@@ -60,10 +77,7 @@ async def _run(args: argparse.Namespace, tools, sizes, names: list[str], text: s
     results = []
     try:
         for name in names:
-            result = await sanitize_ptx(
-                text, name, ptx_path=args.file, reference_cuda=ref, reference_path=args.ref,
-                options=opts,
-            )  # fmt: skip
+            result = await _sanitize_one(args, name, text, ref, opts)
             results.append(result)
             if result.status in ("no-gpu", "no-sanitizer"):
                 break  # the same answer for every kernel: said once
@@ -83,14 +97,17 @@ def run(args: argparse.Namespace, sizes: list[int] | None) -> int:
         print(f"ptxls test: --sanitize: {e}", file=sys.stderr)
         return EXIT_CANNOT_RUN
     path = Path(args.file)
-    if path.suffix != ".ptx":
-        print("ptxls test: --sanitize runs .ptx kernels (for CUDA, test its PTX: "
-              "nvcc -ptx, or ptxls lower)", file=sys.stderr)  # fmt: skip
+    if path.suffix != ".ptx" and path.suffix not in CUDA_SUFFIXES:
+        print("ptxls test: --sanitize runs the kernels of a .ptx or a CUDA (.cu) file (for a "
+              "Triton kernel, sanitize its PTX: ptxls lower FILE.py --backend triton)",
+              file=sys.stderr)  # fmt: skip
         return EXIT_CANNOT_RUN
+    language = "ptx" if path.suffix == ".ptx" else "cuda"
     text = path.read_text(errors="replace")
-    names = [args.kernel] if args.kernel else [k for k, _, _ in kernels_in(text, "ptx")]
+    names = [args.kernel] if args.kernel else [k for k, _, _ in kernels_in(text, language)]
     if not names:
-        print(f"ptxls test: no kernels (.entry) in {args.file}", file=sys.stderr)
+        what = ".entry" if language == "ptx" else "__global__"
+        print(f"ptxls test: no kernels ({what}) in {args.file}", file=sys.stderr)
         return EXIT_CANNOT_RUN
     results = asyncio.run(_run(args, tools, sizes, names, text))
     fmt = chosen_format(args)

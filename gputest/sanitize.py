@@ -59,6 +59,7 @@ class SanitizeOptions:
     sizes: list[int] | None = None  # default: pick_size()
     timeout_s: float = STEP_TIMEOUT_S
     ptxas: str | None = None
+    nvcc: str | None = None  # a CUDA source's compiler (gputest/sanitize_cuda.py)
     arch: str | None = None
     seed: int | None = None
     trusted: bool = False
@@ -75,12 +76,15 @@ class Finding:
     kind: str  # frontend.sanitizer_report kinds: invalid-access, race, uninitialized-read, ...
     severity: str  # error | warning | info
     text: str  # one line for the person (hover, CLI, diagnostic)
-    line: int | None = None  # 1-based line of the PTX file the report points at
+    line: int | None = None  # 1-based line of the file the report points at (see ``file``)
     other_line: int | None = None  # a race's second line
     line_texts: list[str] = field(default_factory=list)  # the PTX of line / other_line
     count: int = 1  # records grouped here (threads, hazards)
     address: str = ""  # "0x400" or "0x0-0x3ff" (a race's shared bytes)
     raw: str = ""  # compute-sanitizer's own words for the first record
+    # "" when ``line`` is a line of the file tested (the .ptx, or the .cu whose PTX ran); else
+    # what it is a line of ("nvcc's PTX of vec_add.cu" when that PTX had no line info of its own)
+    file: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -202,6 +206,9 @@ class _Job:
     reference_cuda: str | None = None
     reference_path: str | None = None
     spec: object | None = None
+    quoted: str | None = None  # the text the findings' lines are lines of (None: ptx_text)
+    line_file: str = ""  # Finding.file: what those lines are lines of, when not the tested file
+    barrier: str = "a barrier (bar.sync)"  # what orders a race, in the words of the source
 
 
 async def sanitize_ptx(
@@ -221,18 +228,8 @@ async def sanitize_ptx(
     opts = options or SanitizeOptions()
     started = time.monotonic()
     result = SanitizeResult(kernel, "error")
-    try:
-        sanitizer = await asyncio.to_thread(find_sanitizer, opts.sanitizer)
-    except ToolNotFound as e:
-        result.status, result.summary = NO_SANITIZER, str(e)
-        return result
-    result.sanitizer = sanitizer.describe()
-    from .api import gpu_available
-    from .supervisor import shared_supervisor
-
-    ok, why = await gpu_available(opts.probe or shared_supervisor())
-    if not ok:
-        result.status, result.summary = NO_GPU, why
+    sanitizer = await preflight(opts, result)
+    if sanitizer is None:
         return result
     file_name = Path(ptx_path).name if ptx_path else "kernel.ptx"
     marked = add_line_info(ptx_text, file_name)
@@ -240,7 +237,33 @@ async def sanitize_ptx(
         result.notes.append("the PTX carries its own .loc line info: reports name its source lines")
     job = _Job(sanitizer, kernel, ptx_text, marked.text, file_name, opts, ptx_path,
                reference_cuda, reference_path, spec)  # fmt: skip
+    return await run_job(job, result, started)
+
+
+async def preflight(opts: SanitizeOptions, result: SanitizeResult) -> Sanitizer | None:
+    """The compute-sanitizer to use, once a GPU is known to be here; None when either is
+    missing, and then ``result`` says which (status no-sanitizer or no-gpu) and why."""
+    try:
+        sanitizer = await asyncio.to_thread(find_sanitizer, opts.sanitizer)
+    except ToolNotFound as e:
+        result.status, result.summary = NO_SANITIZER, str(e)
+        return None
+    result.sanitizer = sanitizer.describe()
+    from .api import gpu_available
+    from .supervisor import shared_supervisor
+
+    ok, why = await gpu_available(opts.probe or shared_supervisor())
+    if not ok:
+        result.status, result.summary = NO_GPU, why
+        return None
+    return sanitizer
+
+
+async def run_job(job: _Job, result: SanitizeResult, started: float) -> SanitizeResult:
+    """Each tool's sanitized run of ``job`` at one size, concluded into ``result``."""
+    opts = job.opts
     if opts.sizes is None:
+        spec = job.spec
         n = pick_size(spec if spec is not None else await asyncio.to_thread(_resolve_spec, job))
         job.opts = replace(opts, sizes=[n] if n is not None else None)
     result.sizes = list(job.opts.sizes or [])
@@ -297,7 +320,9 @@ async def _run_tool(job: _Job, tool: str) -> ToolRun:
         log = await asyncio.to_thread(read_log, log_path)
         shutil.rmtree(log_dir, ignore_errors=True)
     run.report = sr.parse_sanitizer_output(log, tool)
-    run.findings = findings_of(run.report, job.kernel, job.file_name, job.ptx_text)
+    quoted = job.ptx_text if job.quoted is None else job.quoted
+    run.findings = findings_of(run.report, job.kernel, job.file_name, quoted,
+                               where=job.line_file, barrier=job.barrier)  # fmt: skip
     run.notes += [r.message for r in run.report.tool_errors]
     if calls := api_errors(run.report):
         run.notes.append("then: " + "; ".join(calls))
@@ -368,21 +393,33 @@ def _conclude(result: SanitizeResult) -> None:
 
 
 def findings_of(
-    report: sr.SanitizerReport, kernel: str, file_name: str, ptx_text: str
+    report: sr.SanitizerReport,
+    kernel: str,
+    file_name: str,
+    ptx_text: str,
+    *,
+    where: str = "",
+    barrier: str = "a barrier (bar.sync)",
 ) -> list[Finding]:
-    """The report's records grouped by place, each with the PTX line(s) it names. A CUDA error
-    a call returned after a bad access (``Program hit CUDA_ERROR_LAUNCH_FAILED``) is a
-    consequence, not a place: the caller keeps it as a note (``api_errors``)."""
+    """The report's records grouped by place, each with the line(s) of ``file_name`` it names
+    (``ptx_text`` is that file's text: the PTX, or the .cu whose nvcc PTX ran; ``where``: what
+    the lines are lines of when that is not the file tested). A CUDA error a call returned
+    after a bad access (``Program hit CUDA_ERROR_LAUNCH_FAILED``) is a consequence, not a
+    place: the caller keeps it as a note (``api_errors``)."""
     lines = ptx_text.splitlines()
     records = [r for r in report.findings if r.kind != sr.API_ERROR]
     racy = [r for r in records if r.kind in (sr.RACE, sr.HAZARD)]
     others = [r for r in records if r.kind not in (sr.RACE, sr.HAZARD)]
-    found = [_race_finding(group, file_name, lines) for group in _race_groups(racy, report)]
+    found = [_race_finding(g, file_name, lines, barrier) for g in _race_groups(racy, report)]
     groups = sr.group_records(others)
     if len(groups) == 1 and report.not_printed:
         groups[0].count += report.not_printed  # past --print-limit: counted, not printed
     for g in groups:
         found.append(_finding(g, file_name, lines))
+    if where:
+        for f in found:
+            if f.line is not None or f.other_line is not None:
+                f.file = where
     return found
 
 
@@ -475,7 +512,7 @@ def _finding(g: sr.RecordGroup, file_name: str, lines: list[str]) -> Finding:
                    g.count, address, r.raw)  # fmt: skip
 
 
-def _race_finding(g: _RaceGroup, file_name: str, lines: list[str]) -> Finding:
+def _race_finding(g: _RaceGroup, file_name: str, lines: list[str], barrier: str) -> Finding:
     """The write side first: 'race between the write on line 42 and the read on line 47'."""
     first = g.records[0]
     sides = list(zip(first.accesses, first.locations, strict=False))[:2]
@@ -499,7 +536,7 @@ def _race_finding(g: _RaceGroup, file_name: str, lines: list[str]) -> Finding:
         text += ")"
     text += f" [{g.total} hazard{'s' if g.total != 1 else ''}]"
     if line_a != line_b:
-        text += ": a barrier (bar.sync) between them orders the two"
+        text += f": {barrier} between them orders the two"
     severity = sr.ERROR if any(r.severity == sr.ERROR for r in g.records) else first.severity
     return Finding("racecheck", sr.RACE, severity, text, line_a, line_b,
                    [_line_text(lines, line_a), _line_text(lines, line_b)], g.total, address,
@@ -526,7 +563,7 @@ def format_result(result: SanitizeResult) -> str:
             found += " (outputs left unwritten for it)"
         out.append(f"- {run.tool} ({run.seconds:.1f} s): {found}; GPU test under it: {verdict}")
         for f in run.findings:
-            out.append(f"  - {f.text}")
+            out.append(f"  - {f.text}" + (f" (lines of {f.file})" if f.file else ""))
             for line, text in zip((f.line, f.other_line), f.line_texts, strict=False):
                 if line is not None and text:
                     out.append(f"    `{line:>4} | {text}`")

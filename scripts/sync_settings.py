@@ -1,7 +1,9 @@
 """Write the settings schema (server/settings.py SCHEMA) into vscode-client/package.json.
 
-For every setting the editor shows, package.json's type, default, enum, pattern, minimum and
-maximum are set from the schema; its prose (markdownDescription, enumDescriptions, scope) is kept.
+For every setting the editor shows, package.json's type, default, enum (an array's: its items'),
+pattern, minimum and maximum are set from the schema; its prose (markdownDescription,
+enumDescriptions, scope) is kept. The restricted settings (``restricted=True``: they choose a
+program to run) are added to ``capabilities.untrustedWorkspaces.restrictedConfigurations``.
 A setting new to package.json is added after the others of its section with an empty
 description, which tests/test_settings_schema.py then asks you to write. A package.json setting
 the schema does not know is left alone (the test names it).
@@ -20,14 +22,16 @@ from ptxls.lowering.settings import SettingSpec
 from ptxls.server.settings import SCHEMA
 
 PACKAGE_JSON = Path(__file__).resolve().parent.parent / "vscode-client" / "package.json"
-MACHINE_KEYS = ("type", "default", "enum", "pattern", "minimum", "maximum")
+MACHINE_KEYS = ("type", "default", "enum", "items", "pattern", "minimum", "maximum")
 
 
 def json_fields(spec: SettingSpec) -> dict:
     """The machine-readable part of a package.json setting, as the schema says it."""
     out: dict = {"type": [spec.type, "null"] if spec.nullable else spec.type}
     out["default"] = spec.default
-    if spec.enum:
+    if spec.type == "array":  # read_value takes lists of strings only
+        out["items"] = {"type": "string", **({"enum": list(spec.enum)} if spec.enum else {})}
+    elif spec.enum:
         out["enum"] = list(spec.enum)
     if spec.pattern:
         out["pattern"] = spec.pattern
@@ -46,6 +50,18 @@ def synced(properties: dict) -> dict:
             continue
         result[name] = _merged(result.get(name, {"markdownDescription": ""}), json_fields(spec))
     return _in_section_order(result, properties)
+
+
+def restricted(declared: list[str]) -> list[str]:
+    """``declared`` with every restricted setting of the schema that it lacks, after the last
+    one of its section (a name no setting has is left for the test to name)."""
+    result = list(declared)
+    for name, spec in SCHEMA.items():
+        if spec.restricted and name not in result:
+            section = name.rsplit(".", 1)[0]
+            at = max((i for i, n in enumerate(result) if n.startswith(section + ".")), default=-1)
+            result.insert(at + 1 if at >= 0 else len(result), name)
+    return result
 
 
 def _merged(entry: dict, fields: dict) -> dict:
@@ -76,6 +92,8 @@ def main(argv: list[str]) -> int:
     package = json.loads(text)
     config = package["contributes"]["configuration"]
     config["properties"] = synced(config["properties"])
+    trust = package["capabilities"]["untrustedWorkspaces"]
+    trust["restrictedConfigurations"] = restricted(trust["restrictedConfigurations"])
     new_text = json.dumps(package, indent=2, ensure_ascii=False) + "\n"
     if "--check" in argv:
         if new_text != text:

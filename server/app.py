@@ -47,7 +47,9 @@ log = logging.getLogger("ptxls")
 SERVER_NAME = "ptxls"
 # Settings that choose a program to run or the host that receives the API key: a cloned
 # repository's .vscode/settings.json (or any workspace-level configuration) must not set them.
-RESTRICTED_SETTINGS = (("ptxasPath",), ("nvccPath",), ("llm", "baseUrl"))
+RESTRICTED_SETTINGS = (
+    ("ptxasPath",), ("nvccPath",), ("sanitizer", "path"), ("llm", "baseUrl"),
+)  # fmt: skip
 SERVER_VERSION = "0.1.0"
 
 State = TypeVar("State")

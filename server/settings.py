@@ -23,6 +23,8 @@ from ptxls.lowering.settings import (
     read_value,
     short_repr,
 )
+from ptxls.toolchain.sanitizer import DEFAULT_TOOLS as SANITIZER_DEFAULT_TOOLS
+from ptxls.toolchain.sanitizer import TOOLS as SANITIZER_TOOLS
 
 
 @dataclass
@@ -34,6 +36,10 @@ class Settings:
     save_only_above_bytes: int = 400_000
     ptxas_timeout_seconds: float = 60.0
     max_problems: int = 500
+    # "Run with sanitizer": the compute-sanitizer tools a click runs, and the binary (None: the
+    # discovery order of toolchain/sanitizer.py: PTXLS_COMPUTE_SANITIZER, PATH, toolkit, wheel)
+    sanitizer_tools: list[str] = field(default_factory=lambda: list(SANITIZER_DEFAULT_TOOLS))
+    sanitizer_path: str | None = None
     # The ``ptxls.llm`` section as the client sent it (camelCase). lowering/settings.py owns its
     # meaning, defaults and validation (from_config), with the environment underneath.
     llm: dict = field(default_factory=dict)
@@ -54,6 +60,13 @@ SERVER_SETTINGS = (
         "ptxasTimeoutSeconds", "ptxas_timeout_seconds", "number", 60, minimum=1, maximum=3600
     ),
     SettingSpec("maxProblems", "max_problems", "integer", 500, minimum=1, maximum=100_000),
+    # A dotted key is a nested object in the client's section ({"sanitizer": {"tools": [...]}}),
+    # as VS Code sends it. An array's enum names the values its items may take.
+    SettingSpec(
+        "sanitizer.tools", "sanitizer_tools", "array", list(SANITIZER_DEFAULT_TOOLS),
+        enum=SANITIZER_TOOLS,
+    ),
+    SettingSpec("sanitizer.path", "sanitizer_path", "string", "", restricted=True),
     SettingSpec("llm", "llm", "object", {}, in_editor=False),  # its keys: LLM_SETTINGS
 )  # fmt: skip
 
@@ -76,11 +89,12 @@ def settings_from_dict(raw: dict | None) -> tuple[Settings, list[str]]:
         return Settings(), [f"the ptxls settings should be an object, got {type(raw).__name__}"]
     settings, problems = Settings(), []
     for spec in SERVER_SETTINGS:
-        if (raw or {}).get(spec.key) is None:  # not sent, or null: the default
+        value = _sent(raw or {}, spec.key)
+        if value is None:  # not sent, or null: the default
             continue
-        value, default = raw[spec.key], getattr(settings, spec.attr)
+        default = getattr(settings, spec.attr)
         try:
-            setattr(settings, spec.attr, read_value(spec, value, default))
+            setattr(settings, spec.attr, _read(spec, value, default))
         except (TypeError, ValueError) as e:
             problems.append(
                 f"setting ptxls.{spec.key}={short_repr(value)} ignored ({e}); "
@@ -90,3 +104,31 @@ def settings_from_dict(raw: dict | None) -> tuple[Settings, list[str]]:
         _, llm_problems = from_config(settings.llm)
         problems += llm_problems
     return settings, problems
+
+
+def _sent(raw: dict, key: str) -> object:
+    """The value of ``key`` in the client's section; a dotted key is read from nested objects
+    (``sanitizer.tools`` is ``raw["sanitizer"]["tools"]``), as VS Code and the restricted
+    settings filter (server/app.py) see it. None when it was not sent."""
+    value: object = raw
+    for part in key.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+def _read(spec: SettingSpec, value: object, default: object) -> object:
+    """``read_value``, and for an array with an enum, each item one of its values (lower case,
+    each once); an empty list is the default."""
+    got = read_value(spec, value, default)
+    if spec.type != "array" or not spec.enum:
+        return got
+    items: list[str] = []
+    for item in got:
+        word = item.strip().lower()
+        if word not in spec.enum:
+            raise ValueError(f"{item!r} is not one of {', '.join(repr(e) for e in spec.enum)}")
+        if word not in items:
+            items.append(word)
+    return items or list(default)

@@ -204,8 +204,9 @@ def ptxls(*args: str, **env: str) -> subprocess.CompletedProcess:
 def test_cli_usage_errors_exit_2():
     r = ptxls("test", "tests/data/sanitizer/planted/missing_barrier.ptx", "--sanitize", "fast")
     assert r.returncode == 2 and "--sanitize: unknown compute-sanitizer tool 'fast'" in r.stderr
-    r = ptxls("test", "examples/vec_add.cu", "--sanitize")
-    assert r.returncode == 2 and "--sanitize runs .ptx kernels" in r.stderr
+    # a .cu runs now (tests/test_sanitizer_cuda.py); a Triton .py is sanitized through its PTX
+    r = ptxls("test", "examples/vec_add_triton.py", "--sanitize")
+    assert r.returncode == 2 and "--sanitize runs the kernels of a .ptx or a CUDA (.cu)" in r.stderr
 
 
 def test_cli_without_compute_sanitizer_says_how_to_get_it():

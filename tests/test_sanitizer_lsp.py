@@ -1,8 +1,9 @@
 """ "Run with sanitizer" through the real server process and a real LSP client (pytest-lsp): the
-code lens beside "Run GPU test" on every .entry, the ptxls.runSanitizer command without a GPU
-(its reason in the result, the lens and the hover) and with bad arguments; and the diagnostics
-the feature makes of a result, from the H200's real racecheck log of the planted kernel. The GPU
-run itself is tests/gpu/test_sanitizer_gpu.py."""
+code lens beside "Run GPU test" on every .entry and every CUDA __global__ kernel, the
+ptxls.runSanitizer command without a GPU (its reason in the result, the lens and the hover) and
+with bad arguments, the ptxls.sanitizer.tools / ptxls.sanitizer.path settings it reads; and the
+diagnostics the feature makes of a result, from the H200's real racecheck log of the planted
+kernel. The GPU runs are tests/gpu/test_sanitizer_gpu.py and test_sanitizer_cuda_gpu.py."""
 
 from __future__ import annotations
 
@@ -60,10 +61,12 @@ async def test_lens_beside_run_gpu_test_on_every_entry(client: LanguageClient, t
     ]
     assert all(lens.command.title == "Run with sanitizer" for lens in sanitize)
     assert [lens.range for lens in sanitize] == [lens.range for lens in gpu]  # side by side
-    cu = tmp_path / "vec_add.cu"
-    cu.write_text((EXAMPLES / "vec_add.cu").read_text())
-    open_doc(client, cu.as_uri(), cu.read_text(), "cuda-cpp")
-    assert not _by_command(await _lenses(client, cu.as_uri()), "ptxls.runSanitizer")
+    # a CUDA buffer: on every __global__ kernel, beside its "Run GPU test" (test_cu_... below)
+    text_py = "import triton\n\n@triton.jit\ndef k(x):\n    pass\n"
+    py = tmp_path / "k.py"
+    py.write_text(text_py)
+    open_doc(client, py.as_uri(), text_py, "python")
+    assert not _by_command(await _lenses(client, py.as_uri()), "ptxls.runSanitizer")
 
 
 async def test_run_without_gpu_says_why_in_the_result_the_lens_and_the_hover(
@@ -126,3 +129,101 @@ def test_a_race_is_a_diagnostic_on_both_of_its_lines():
     assert store.severity.value == "error"
     assert "race between the write on line 42 and the read on line 47" in store.message
     assert load.message.endswith("(the other side: line 42)")
+
+
+CU = PLANTED / "shared_oob.cu"
+
+
+async def test_cu_kernels_get_the_lens_beside_run_gpu_test(client: LanguageClient, tmp_path):
+    path = tmp_path / "shared_oob.cu"
+    text = CU.read_text()
+    path.write_text(text)
+    open_doc(client, path.as_uri(), text, "cuda-cpp")
+    lenses = await _lenses(client, path.as_uri())
+    sanitize = _by_command(lenses, "ptxls.runSanitizer")
+    gpu = _by_command(lenses, "ptxls.runGpuTest")
+    assert [lens.command.arguments[1] for lens in sanitize] == [
+        "reverse_tile_oob", "reverse_tile", "swap_warps_no_sync",
+    ]  # fmt: skip
+    assert [lens.range for lens in sanitize] == [lens.range for lens in gpu]
+    line = next(i for i, t in enumerate(text.splitlines()) if "void reverse_tile_oob(" in t)
+    assert sanitize[0].range.start.line == line
+
+
+async def test_cu_run_without_gpu_says_why(client: LanguageClient, tmp_path):
+    path = tmp_path / "shared_oob.cu"
+    path.write_text(CU.read_text())
+    uri = path.as_uri()
+    open_doc(client, uri, path.read_text(), "cuda-cpp")
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="ptxls.runSanitizer", arguments=[uri, "reverse_tile"])
+    )
+    assert result["status"] == "no-gpu" and result["summary"].startswith("no CUDA device (")
+    assert result["tools"] == ["memcheck", "racecheck"]  # the setting's default
+    [lens] = [
+        lens
+        for lens in _by_command(await _lenses(client, uri), "ptxls.runSanitizer")
+        if lens.command.arguments[1] == "reverse_tile"
+    ]
+    assert lens.command.title == "Run with sanitizer (last: no GPU)"
+
+
+@pytest.mark.lsp(options={"debounceMs": 50, "sanitizer": {"tools": ["initcheck", "RaceCheck"]}})
+async def test_the_tools_setting_is_what_a_click_runs(client: LanguageClient, tmp_path):
+    path = tmp_path / "vec_add.ptx"
+    path.write_text((EXAMPLES / "vec_add.ptx").read_text())
+    open_doc(client, path.as_uri(), path.read_text(), "ptx")
+
+    async def run(*args):
+        return await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="ptxls.runSanitizer", arguments=list(args))
+        )
+
+    assert (await run(path.as_uri(), "vec_add"))["tools"] == ["initcheck", "racecheck"]
+    assert (await run(path.as_uri(), "vec_add", ["synccheck"]))["tools"] == ["synccheck"]
+
+
+@pytest.mark.lsp(options={"debounceMs": 50, "sanitizer": {"path": "/no/such/compute-sanitizer"}})
+async def test_the_path_setting_names_the_binary(client: LanguageClient, tmp_path):
+    """The setting wins over PTXLS_COMPUTE_SANITIZER (set for this module), and a configured
+    binary that is missing is said, not replaced by another. initializationOptions are the
+    person's own settings, honoured without trust; a workspace's are not (the test below)."""
+    path = tmp_path / "shared_oob.cu"
+    path.write_text(CU.read_text())
+    open_doc(client, path.as_uri(), path.read_text(), "cuda-cpp")
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(
+            command="ptxls.runSanitizer", arguments=[path.as_uri(), "reverse_tile"]
+        )
+    )
+    assert result["status"] == "no-sanitizer"
+    assert (
+        "the compute-sanitizer given '/no/such/compute-sanitizer' does not exist"
+        in (result["summary"])
+    )
+
+
+async def test_an_untrusted_workspace_cannot_choose_the_sanitizer(client: LanguageClient, tmp_path):
+    """ptxls.sanitizer.path chooses a program to run: from the workspace's own configuration
+    (didChangeConfiguration) it is ignored, and said, unless the workspace is trusted."""
+    planted = tmp_path / "repo-tools" / "compute-sanitizer"
+    planted.parent.mkdir()
+    planted.write_text(f"#!/bin/sh\ntouch {tmp_path / 'PLANTED-RAN'}\necho 'Version 1.0'\n")
+    planted.chmod(0o755)
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(
+            settings={"ptxls": {"debounceMs": 50, "sanitizer": {"path": str(planted)}}}
+        )
+    )
+    path = tmp_path / "vec_add.ptx"
+    path.write_text((EXAMPLES / "vec_add.ptx").read_text())
+    open_doc(client, path.as_uri(), path.read_text(), "ptx")
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(
+            command="ptxls.runSanitizer", arguments=[path.as_uri(), "vec_add"]
+        )
+    )
+    assert result["status"] == "no-gpu"  # the module's PTXLS_COMPUTE_SANITIZER, not the planted
+    assert not (tmp_path / "PLANTED-RAN").exists()
+    said = "\n".join(m.message for m in client.messages)
+    assert "ignored ptxls.sanitizer.path" in said and "not trusted" in said, said

@@ -29,11 +29,16 @@ PYTHON_ROOMS = ("server", "cli", "lowering", "diagnostics", "gputest", "toolchai
 
 
 def _schema_json(spec: SettingSpec) -> dict:
-    """What package.json must say, written out here rather than taken from the generator."""
+    """What package.json must say, written out here rather than taken from the generator. An
+    array is a list of strings; its enum is what each item may be (``items.enum``)."""
+    array = spec.type == "array"
     return {
         "type": [spec.type, "null"] if spec.nullable else spec.type,
         "default": spec.default,
-        "enum": list(spec.enum) or None,
+        "enum": None if array else list(spec.enum) or None,
+        "items": {"type": "string", **({"enum": list(spec.enum)} if spec.enum else {})}
+        if array
+        else None,
         "pattern": spec.pattern,
         "minimum": spec.minimum,
         "maximum": spec.maximum,
@@ -92,7 +97,10 @@ def _read(spec: SettingSpec, value):
     if any(spec is s for s in LLM_SETTINGS):
         s, problems = from_config({spec.key: value}, env={})
         return getattr(s, spec.attr), problems
-    s, problems = settings_from_dict({spec.key: value})
+    sent: object = value
+    for part in reversed(spec.key.split(".")):  # "sanitizer.tools": {"sanitizer": {"tools": v}}
+        sent = {part: sent}
+    s, problems = settings_from_dict(sent)
     return getattr(s, spec.attr), problems
 
 
@@ -115,11 +123,14 @@ def test_a_bound_is_accepted_and_one_step_past_it_is_refused(spec, bound):
 
 @pytest.mark.parametrize("spec", [s for s in READ if s.enum], ids=lambda s: s.key)
 def test_every_enum_value_is_accepted_and_others_are_refused(spec):
+    array = spec.type == "array"  # its enum is what each item may be
     for choice in spec.enum:
-        value, problems = _read(spec, choice)
-        assert problems == [] and value == (choice or _python_default(spec)), choice
-    value, problems = _read(spec, "not-a-choice")
+        value, problems = _read(spec, [choice] if array else choice)
+        expected = [choice] if array else choice or _python_default(spec)
+        assert problems == [] and value == expected, choice
+    value, problems = _read(spec, [spec.enum[0], "not-a-choice"] if array else "not-a-choice")
     assert len(problems) == 1 and spec.key in problems[0]
+    assert value == _python_default(spec)
 
 
 @pytest.mark.parametrize("spec", [s for s in READ if s.pattern], ids=lambda s: s.key)

@@ -1,12 +1,15 @@
 """ "Run with sanitizer" in the editor: a code lens beside "Run GPU test" on every ``.entry`` of a
-PTX buffer, the ``ptxls.runSanitizer`` command (uri, kernel[, tools]) with cancellable
-``$/progress``, each compute-sanitizer report as a ``compute-sanitizer`` diagnostic on the PTX line
-it points at (a race: on both lines), and the result in a hover on the kernel's line.
+PTX buffer and every ``__global__`` kernel of a CUDA one, the ``ptxls.runSanitizer`` command (uri,
+kernel[, tools]) with cancellable ``$/progress``, each compute-sanitizer report as a
+``compute-sanitizer`` diagnostic on the line it points at (a race: on both lines), and the result
+in a hover on the kernel's line.
 
-The work is ``ptxls.gputest.sanitize.sanitize_ptx``: the GPU test in a fresh worker under
-compute-sanitizer, one process group per tool, killed whole on cancel or timeout. Results are kept
-per (uri, kernel) with the document version; an edit clears the diagnostics (their lines may have
-moved) and the lens and hover say the result is stale.
+The work is ``ptxls.gputest.sanitize.sanitize_ptx`` (PTX) or ``gputest.sanitize_cuda.sanitize_cuda``
+(CUDA: nvcc -lineinfo's PTX, whose line info names the .cu lines): the GPU test in a fresh worker
+under compute-sanitizer, one process group per tool, killed whole on cancel or timeout. Without
+tools in the command, ``ptxls.sanitizer.tools`` says which; ``ptxls.sanitizer.path`` which
+compute-sanitizer. Results are kept per (uri, kernel) with the document version; an edit clears
+the diagnostics (their lines may have moved) and the lens and hover say the result is stale.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from dataclasses import dataclass, field
 from lsprotocol import types
 
 from ptxls.diagnostics.model import Problem, Severity
-from ptxls.frontend.ptx import find_entries
+from ptxls.gputest.api import kernels_in
 from ptxls.gputest.report import short_tokens
 from ptxls.gputest.sanitize import SanitizeOptions, SanitizeResult, format_result, parse_tools
 
@@ -25,6 +28,7 @@ from .. import convert
 from ..app import PtxlsServer, short_name
 from ..progress import CommandProgress, Stopped, run_tracked
 from ..uris import to_path
+from .languages import CUDA, PTX, language_of
 
 COMMAND = "ptxls.runSanitizer"
 PRODUCER = "compute-sanitizer"
@@ -43,15 +47,22 @@ class SanitizerState:
     running: dict[tuple[str, str], asyncio.Task] = field(default_factory=dict)
 
 
-def _is_ptx(ls: PtxlsServer, uri: str) -> bool:
+def _language(ls: PtxlsServer, uri: str) -> str | None:
+    """ "ptx" or "cuda" for an open document the sanitizer runs on, else None."""
     doc = ls.open_document(uri)
-    return doc is not None and (uri.endswith(".ptx") or doc.language_id == "ptx")
+    if doc is None:
+        return None
+    lang = language_of(uri, getattr(doc, "language_id", None))
+    return "ptx" if lang == PTX else "cuda" if lang == CUDA else None
 
 
 def _entries(ls: PtxlsServer, uri: str) -> list[tuple[str, int, int]]:
-    if not _is_ptx(ls, uri):
+    """(name, line, col) of every .entry (PTX) or __global__ kernel (CUDA): where "Run GPU
+    test" is, so the two lenses sit side by side."""
+    lang = _language(ls, uri)
+    if lang is None:
         return []
-    return [(e.name, e.line, e.col) for e in find_entries(ls.open_document(uri).source)]
+    return kernels_in(ls.open_document(uri).source, lang)
 
 
 def _stale(ls: PtxlsServer, uri: str, cached: CachedSanitize) -> bool:
@@ -112,10 +123,14 @@ def _span(lines: list[str], line: int) -> tuple[int, int]:
 
 
 def problems(result: SanitizeResult, source: str) -> list[Problem]:
-    """Each finding on its line; a race also on its other line, naming the first."""
+    """Each finding on its line of ``source`` (the PTX, or the .cu whose nvcc PTX ran); a race
+    also on its other line, naming the first. A finding on lines of another text (nvcc's PTX
+    without line info) is in the hover only."""
     lines = source.splitlines()
     out = []
     for f in result.findings:
+        if f.file:
+            continue
         sev = _SEVERITY.get(f.severity, Severity.WARNING)
         spots = [(f.line, f.text)]
         if f.other_line is not None and f.other_line != f.line:
@@ -161,10 +176,11 @@ def _refused(status: str, summary: str) -> dict:
     return {"ok": False, "status": status, "summary": summary}
 
 
-def _tools(arg) -> tuple[str, ...]:
-    """The optional third argument: a list of tool names or one comma-separated string."""
+def _tools(arg, configured: list[str]) -> tuple[str, ...]:
+    """The optional third argument: a list of tool names or one comma-separated string; without
+    it, the ``ptxls.sanitizer.tools`` setting (``configured``)."""
     if arg is None:
-        return parse_tools(None)
+        return parse_tools(configured)
     if isinstance(arg, str):
         return parse_tools([arg])
     if isinstance(arg, list) and all(isinstance(t, str) for t in arg):
@@ -173,27 +189,30 @@ def _tools(arg) -> tuple[str, ...]:
 
 
 async def run_sanitizer(ls: PtxlsServer, *args) -> dict:
-    """Arguments: uri, kernel[, tools]. Returns {ok, status, summary, findings}; never raises."""
+    """Arguments: uri, kernel[, tools]. Returns {ok, status, summary, tools, findings}; never
+    raises."""
     if len(args) < 2 or not all(isinstance(a, str) for a in args[:2]):
         got = short_name(repr(list(args)))
         return _refused("bad-arguments", f"{COMMAND} takes (uri, kernel[, tools]), got {got}")
     uri, kernel = args[0], args[1]
+    s = ls.settings
     try:
-        tools = _tools(args[2] if len(args) > 2 else None)
+        tools = _tools(args[2] if len(args) > 2 else None, s.sanitizer_tools)
     except ValueError as e:
         return _refused("bad-arguments", short_tokens(str(e)))
-    if not _is_ptx(ls, uri):
-        return _refused("not-open", f"{short_name(uri)} is not an open .ptx document")
+    lang = _language(ls, uri)
+    if lang is None:
+        return _refused("not-open", f"{short_name(uri)} is not an open .ptx or .cu document")
     doc, state, key = ls.open_document(uri), ls.state(SanitizerState), (uri, kernel)
     if key in state.running:
         state.running.pop(key).cancel()  # a second click restarts with the current text
     progress = CommandProgress(ls, f"ptxls: compute-sanitizer on {short_name(kernel)}")
     await progress.begin()
-    s = ls.settings
-    opts = SanitizeOptions(tools=tools, ptxas=s.ptxas_path, arch=s.arch,
-                           trusted=ls.workspace_trusted, on_progress=progress.report)  # fmt: skip
+    opts = SanitizeOptions(tools=tools, sanitizer=s.sanitizer_path, ptxas=s.ptxas_path,
+                           nvcc=s.nvcc_path, arch=s.arch, trusted=ls.workspace_trusted,
+                           on_progress=progress.report)  # fmt: skip
     version = doc.version
-    work = _sanitize(doc.source, kernel, to_path(uri), opts)
+    work = _sanitize(lang, doc.source, kernel, to_path(uri), opts)
     try:
         result = await run_tracked(ls, progress, work, state.running, key, run_sanitizer)
     except Stopped as stop:
@@ -205,10 +224,14 @@ async def run_sanitizer(ls: PtxlsServer, *args) -> dict:
                      short_tokens(f"ptxls: compute-sanitizer cannot run here: {result.summary}"))  # fmt: skip
     _publish(ls, uri)
     return {"ok": result.clean, "status": result.status, "summary": short_tokens(result.summary),
-            "findings": [f.to_dict() for f in result.findings]}  # fmt: skip
+            "tools": list(tools), "findings": [f.to_dict() for f in result.findings]}  # fmt: skip
 
 
-async def _sanitize(text: str, kernel: str, path, opts: SanitizeOptions) -> SanitizeResult:
+async def _sanitize(lang: str, text: str, kernel: str, path, opts: SanitizeOptions):
+    if lang == "cuda":
+        from ptxls.gputest.sanitize_cuda import sanitize_cuda
+
+        return await sanitize_cuda(text, kernel, cuda_path=path, options=opts)
     from ptxls.gputest.sanitize import sanitize_ptx
 
     return await sanitize_ptx(text, kernel, ptx_path=path, options=opts)
