@@ -1,14 +1,16 @@
 // The client's own commands. The ones that act on a kernel ask the server for the document's
 // kernels (ptxls/kernels), take the one under the cursor and forward to the server's commands
 // through workspace/executeCommand:
-//   ptxls.runGpuTest (uri, kernel), ptxls.lowerToPtx (uri, kernel, backend), ptxls.showPtx (uri, kernel).
+//   ptxls.runGpuTest (uri, kernel), ptxls.lowerToPtx (uri, kernel, backend[, line[, mode]]),
+//   ptxls.showPtx (uri, kernel).
 //   ptxls.showSass (uri, kernel), ptxls.runSanitizer (uri, kernel[, tools]).
 // They have different ids from the server's own, which vscode-languageclient registers
 // under the server's names.
 import * as vscode from "vscode";
 import { ExecuteCommandRequest } from "vscode-languageclient/node";
 import { clearApiKey, promptAndStoreApiKey } from "./apiKey";
-import { kernelAt, requestKernels } from "./kernels";
+import { type KernelKind, kernelAt, requestKernels } from "./kernels";
+import { lowerArguments, lowerChoices } from "./lowerChoices";
 import type { ServerManager } from "./server";
 
 export function registerCommands(context: vscode.ExtensionContext, servers: ServerManager): void {
@@ -36,8 +38,8 @@ export function registerCommands(context: vscode.ExtensionContext, servers: Serv
     }
   });
 
-  // ptxls.runSanitizer (uri, kernel[, tools]): the GPU test under compute-sanitizer (memcheck +
-  // racecheck); each report becomes a diagnostic on the PTX line it names.
+  // ptxls.runSanitizer (uri, kernel[, tools]): the GPU test under compute-sanitizer (the tools of
+  // ptxls.sanitizer.tools); each report becomes a diagnostic on the PTX or .cu line it names.
   register("ptxls.runSanitizerHere", async () => {
     const target = await kernelUnderCursor(servers);
     if (target) {
@@ -51,15 +53,12 @@ export function registerCommands(context: vscode.ExtensionContext, servers: Serv
     if (!target) {
       return;
     }
-    const picked = await vscode.window.showQuickPick(
-      [
-        { label: "LLM", description: "generate → ptxas → GPU test → repair", backend: "llm" },
-        { label: "nvcc", description: "reference lowering with nvcc -ptx", backend: "nvcc" },
-      ],
-      { title: `Lower ${target.kernel} to PTX with…` },
-    );
+    // The code actions' choices for this kind of kernel: nvcc for CUDA, Triton (reference) for
+    // an @triton.jit kernel, an LLM optimization for a PTX entry.
+    const picked = await vscode.window.showQuickPick(lowerChoices(target.kind), { title: `Lower ${target.kernel} to PTX with…` });
     if (picked) {
-      const result = await forward(servers, "ptxls.lowerToPtx", [target.uri, target.kernel, picked.backend], `Lowering ${target.kernel} to PTX (${picked.label})`);
+      const args = lowerArguments(target.uri, target.kernel, target.line, picked);
+      const result = await forward(servers, "ptxls.lowerToPtx", args, `Lowering ${target.kernel} to PTX (${picked.label})`);
       // The server itself warns when lowering fails; say only how a success went.
       if (isRecord(result) && result.ok !== false) {
         showSummary(result, `${target.kernel} lowered to PTX.`);
@@ -100,6 +99,9 @@ export function registerCommands(context: vscode.ExtensionContext, servers: Serv
 interface KernelTarget {
   uri: string;
   kernel: string;
+  // what the server read it as, and the 0-based line of its name
+  kind?: KernelKind;
+  line: number;
 }
 
 // The kernel under the cursor, as the server reads the document (request ptxls/kernels).
@@ -127,14 +129,15 @@ async function kernelUnderCursor(servers: ServerManager): Promise<KernelTarget |
     void vscode.window.showWarningMessage(`ptxls: no kernel (.entry, __global__ or @triton.jit) found in ${vscode.workspace.asRelativePath(document.uri)}.`);
     return undefined;
   }
-  let kernel = kernelAt(kernels, editor.selection.active.line)?.name;
-  if (kernel === undefined) {
-    kernel = await vscode.window.showQuickPick(
+  let site = kernelAt(kernels, editor.selection.active.line);
+  if (site === undefined) {
+    const name = await vscode.window.showQuickPick(
       kernels.map((k) => k.name),
       { title: "ptxls: which kernel?" },
     );
+    site = kernels.find((k) => k.name === name);
   }
-  return kernel === undefined ? undefined : { uri: document.uri.toString(), kernel };
+  return site === undefined ? undefined : { uri: document.uri.toString(), kernel: site.name, kind: site.kind, line: site.line };
 }
 
 async function sayNotRunning(servers: ServerManager): Promise<void> {
