@@ -4,6 +4,9 @@ behind a missed target. No checking here (ptxls bench and the GPU tests do that)
 
     ncu --clock-control none --section SpeedOfLight --section Occupancy \
         --section WarpStateStats python3 bench/library_ncu.py transpose histogram256
+
+A tuning candidate outside the library: NAME:PTX[:SPEC] (the spec defaults to the spec.json
+beside the PTX), e.g. histogram256:bench/tuning/histogram256_v32x256.ptx:bench/tuning/histogram256_v32x256.spec.json
 """
 
 from __future__ import annotations
@@ -23,9 +26,9 @@ from ptxls.gputest.launch import launch_dims, scalar_env
 from ptxls.gputest.library_spec import library_resolution
 
 
-def launch_once(name: str, ptx_path: Path, ctx_arch: str) -> None:
+def launch_once(name: str, ptx_path: Path, ctx_arch: str, spec_path: Path | None = None) -> None:
     text = ptx_path.read_text()
-    res = library_resolution(text, name, ptx_path.parent / "spec.json", explicit=True)
+    res = library_resolution(text, name, spec_path or ptx_path.parent / "spec.json", explicit=True)
     spec = res.spec
     n = int(((spec.bench or {}).get("sizes") or [max(spec.sizes)])[-1])
     built = asyncio.run(build.assemble_ptx(text, ctx_arch))
@@ -52,15 +55,20 @@ def launch_once(name: str, ptx_path: Path, ctx_arch: str) -> None:
     cd.synchronize()
     for ptr in ptrs:
         cd.free(ptr)
-    print(f"{name}: n={n} grid={grid} block={block}", flush=True)
+    print(f"{name} ({ptx_path}): n={n} grid={grid} block={block}", flush=True)
 
 
 def main(argv: list[str]) -> int:
     ctx = cd.Context()
     arch = ctx.info()["arch"]
     lib = library_kernels()
-    for name in argv or list(lib):
-        launch_once(name, lib[name], arch)
+    for arg in argv or list(lib):
+        name, *paths = arg.split(":")
+        if paths:
+            spec = Path(paths[1]) if len(paths) > 1 else None
+            launch_once(name, Path(paths[0]), arch, spec)
+        else:
+            launch_once(name, lib[name], arch)
     return 0
 
 

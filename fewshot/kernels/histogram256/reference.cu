@@ -1,27 +1,32 @@
 // 256-bin histogram of bytes, the same algorithm as kernel.ptx written as idiomatic CUDA:
-// per-block bins in shared memory (atomicAdd) in 16 interleaved copies (bin v, copy c at
-// 16v + c; lane l counts into copy l % 16, so one warp's atomics rarely share a bank), summed
-// per bin at the end; grid-strided 16-byte loads (two per trip),
-// each block's nonzero bins added to the running counts in work[0:256], a done count in
-// work[256], and the last block copies the counts out and zeroes work.
-// Launch: block 256, grid min(ceil(n/8192), 1056).
+// per-block bins in shared memory (atomicAdd), one copy per lane (bin v of lane l at 32 v + l,
+// so one warp's atomics always hit 32 different banks), summed per bin at the end; grid-strided
+// 16-byte loads (two per trip), each block's nonzero bins added to the running counts in
+// work[0:256], a done count in work[256], and the last block copies the counts out and zeroes
+// work. Launch: block 512, grid min(ceil(n/16384), 528): 32 KB of bins per block, 4 blocks
+// of 512 threads per SM on the H200 (132 SMs).
+#define THREADS 512
+
 __device__ __forceinline__ void count4(unsigned w, unsigned* bins) {
-    atomicAdd(&bins[16 * (w & 0xff)], 1u);
-    atomicAdd(&bins[16 * ((w >> 8) & 0xff)], 1u);
-    atomicAdd(&bins[16 * ((w >> 16) & 0xff)], 1u);
-    atomicAdd(&bins[16 * (w >> 24)], 1u);
+    atomicAdd(&bins[32 * (w & 0xff)], 1u);
+    atomicAdd(&bins[32 * ((w >> 8) & 0xff)], 1u);
+    atomicAdd(&bins[32 * ((w >> 16) & 0xff)], 1u);
+    atomicAdd(&bins[32 * (w >> 24)], 1u);
 }
 
-__global__ void histogram256(const unsigned char* __restrict__ x, unsigned* __restrict__ counts,
-                             unsigned* work, int n) {
-    __shared__ unsigned all_bins[256 * 16];
+__global__ void __launch_bounds__(THREADS) histogram256(const unsigned char* __restrict__ x,
+                                                        unsigned* __restrict__ counts,
+                                                        unsigned* work, int n) {
+    __shared__ uint4 all_bins4[256 * 32 / 4];
     __shared__ bool is_last;
-    for (int c = 0; c < 16; ++c) all_bins[threadIdx.x * 16 + c] = 0;
+    unsigned* all_bins = reinterpret_cast<unsigned*>(all_bins4);
+    for (int i = threadIdx.x; i < 256 * 32 / 4; i += THREADS) all_bins4[i] = make_uint4(0, 0, 0, 0);
     __syncthreads();
-    unsigned* bins = all_bins + (threadIdx.x & 15);  // this lane's copy: bin v at bins[16 v]
+    const unsigned lane = threadIdx.x & 31;
+    unsigned* bins = all_bins + lane;  // this lane's copy: bin v at bins[32 v]
     const uint4* x16 = reinterpret_cast<const uint4*>(x);
-    unsigned n16 = (unsigned)n / 16, stride = gridDim.x * 256u;
-    unsigned j = blockIdx.x * 256u + threadIdx.x;
+    unsigned n16 = (unsigned)n / 16, stride = gridDim.x * THREADS;
+    unsigned j = blockIdx.x * THREADS + threadIdx.x;
     for (; j + stride < n16; j += 2 * stride) {
         uint4 a = x16[j], b = x16[j + stride];
         count4(a.x, bins); count4(a.y, bins); count4(a.z, bins); count4(a.w, bins);
@@ -32,16 +37,18 @@ __global__ void histogram256(const unsigned char* __restrict__ x, unsigned* __re
         count4(a.x, bins); count4(a.y, bins); count4(a.z, bins); count4(a.w, bins);
     }
     if (blockIdx.x == 0 && 16 * n16 + threadIdx.x < (unsigned)n)
-        atomicAdd(&bins[16 * x[16 * n16 + threadIdx.x]], 1u);
+        atomicAdd(&bins[32 * x[16 * n16 + threadIdx.x]], 1u);
     __syncthreads();
-    unsigned mine = 0;  // the 16 copies of bin tid, read so that a warp hits 32 banks
-    for (int k = 0; k < 16; ++k) mine += all_bins[threadIdx.x * 16 + ((k + (threadIdx.x & 31) / 2) & 15)];
-    if (mine) atomicAdd(&work[threadIdx.x], mine);
+    if (threadIdx.x < 256) {
+        unsigned mine = 0;  // the 32 copies of bin tid, read so that a warp hits 32 banks
+        for (int k = 0; k < 32; ++k) mine += all_bins[threadIdx.x * 32 + ((k + lane) & 31)];
+        if (mine) atomicAdd(&work[threadIdx.x], mine);
+    }
     __threadfence();
     __syncthreads();
     if (threadIdx.x == 0) is_last = atomicAdd(&work[256], 1u) == gridDim.x - 1;
     __syncthreads();
-    if (!is_last) return;
+    if (!is_last || threadIdx.x >= 256) return;
     __threadfence();
     counts[threadIdx.x] = *reinterpret_cast<volatile unsigned*>(&work[threadIdx.x]);
     work[threadIdx.x] = 0;
