@@ -14,7 +14,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
   python3 -c "import triton, torch; print('triton', triton.__version__, 'torch', torch.__version__)"; } > "$R/machine.txt" 2>&1
 timeout ${GPU_TESTS_S:-240} python3 -m pytest tests -m gpu -p no:cacheprovider -q -rs --durations=10 > "$R/gpu-pytest.txt" 2>&1
 echo "gpu tests exit $?" | tee "$R/summary.txt"; tail -14 "$R/gpu-pytest.txt"
-CU=tests/data/sanitizer/planted/shared_oob.cu
+CU=tests/data/sanitizer/planted/planted_cuda.cu
 : > "$R/cu-sanitize.txt"
 for k in reverse_tile_oob reverse_tile swap_warps_no_sync; do
   echo "== ptxls test $CU --kernel $k --sanitize memcheck racecheck" >> "$R/cu-sanitize.txt"

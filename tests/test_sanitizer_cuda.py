@@ -1,5 +1,5 @@
 """``ptxls test FILE.cu --sanitize`` without a GPU: nvcc -lineinfo's PTX of the planted CUDA kernels
-(tests/data/sanitizer/planted/shared_oob.cu) names the .cu lines, each kernel maps to its mangled
+(tests/data/sanitizer/planted/planted_cuda.cu) names the .cu lines, each kernel maps to its mangled
 entry, compute-sanitizer's reports of a .cu run land on the .cu lines and quote them (from the logs
 in tests/data/sanitizer/cuda/, derived from the H200's real ones: see the README there), and the
 whole run — spec from the annotation, nvcc, the sanitized test, the report — with only the GPU and
@@ -32,7 +32,7 @@ from ptxls.toolchain.sanitizer import Sanitizer
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "sanitizer"
-CU = DATA / "planted" / "shared_oob.cu"
+CU = DATA / "planted" / "planted_cuda.cu"
 CU_TEXT = CU.read_text()
 
 
@@ -48,7 +48,7 @@ needs_nvcc = pytest.mark.skipif(bool(_no_nvcc()), reason=_no_nvcc() or "-")
 
 
 def line_of(tag: str) -> int:
-    """1-based line of shared_oob.cu whose text carries ``tag``."""
+    """1-based line of planted_cuda.cu whose text carries ``tag``."""
     return next(i + 1 for i, t in enumerate(CU_TEXT.splitlines()) if tag in t)
 
 
@@ -60,7 +60,7 @@ LOAD_LINE = line_of("planted: the load that races")  # 50
 def cuda_findings(kernel: str, tool: str):
     log = (DATA / "cuda" / f"{kernel}-{tool}.log").read_text()
     report = parse_sanitizer_output(log, tool)
-    return report, findings_of(report, kernel, "shared_oob.cu", CU_TEXT)
+    return report, findings_of(report, kernel, "planted_cuda.cu", CU_TEXT)
 
 
 # ---- nvcc's PTX names the .cu lines; kernels map to their entries
@@ -69,8 +69,8 @@ def cuda_findings(kernel: str, tool: str):
 @needs_nvcc
 def test_nvcc_lineinfo_ptx_names_the_cu_file_and_its_lines():
     built = asyncio.run(sc.cuda_ptx(CU_TEXT, cuda_path=str(CU)))
-    assert built.error == "" and built.file_name == "shared_oob.cu"
-    assert '.file\t1 "shared_oob.cu"' in built.ptx  # the .cu's own name, not nvcc's scratch path
+    assert built.error == "" and built.file_name == "planted_cuda.cu"
+    assert '.file\t1 "planted_cuda.cu"' in built.ptx  # the .cu's own name, not nvcc's scratch path
     entry = sc.entry_for(built.ptx, "reverse_tile_oob")
     assert entry == "_Z16reverse_tile_oobPKfPfi"
     body = built.ptx[built.ptx.index(f".entry {entry}") :]
@@ -97,7 +97,7 @@ def test_a_cuda_job_runs_nvccs_ptx_and_quotes_the_cu():
     job = sc._job(None, SanitizeOptions(), built, "_Z16reverse_tile_oobPKfPfi", CU_TEXT,
                   None, None, None)  # fmt: skip
     assert job.marked_text == built.ptx  # nvcc's own .loc: run as it is
-    assert job.file_name == "shared_oob.cu" and job.quoted == CU_TEXT and job.line_file == ""
+    assert job.file_name == "planted_cuda.cu" and job.quoted == CU_TEXT and job.line_file == ""
 
 
 def test_ptx_without_line_info_gets_ptxls_lines_and_says_whose():
@@ -132,9 +132,9 @@ def test_a_missing_syncthreads_is_a_race_on_the_cu_store_and_load():
 
 def test_a_report_in_another_file_keeps_its_file_and_line():
     log = (DATA / "cuda" / "reverse_tile_oob-memcheck.log").read_text()
-    log = log.replace("in shared_oob.cu:14", "in helpers.cuh:7")
+    log = log.replace("in planted_cuda.cu:14", "in helpers.cuh:7")
     report = parse_sanitizer_output(log, "memcheck")
-    [write] = findings_of(report, "reverse_tile_oob", "shared_oob.cu", CU_TEXT)
+    [write] = findings_of(report, "reverse_tile_oob", "planted_cuda.cu", CU_TEXT)
     assert write.line is None and "on helpers.cuh:7" in write.text
 
 
@@ -149,7 +149,7 @@ def test_the_editor_puts_cu_findings_on_cu_lines_and_ptx_ones_in_the_hover_only(
     assert (store.line, load.line) == (STORE_LINE - 1, LOAD_LINE - 1)
     assert lines[store.line][store.col : store.end_col].startswith("tile[tid] = i < n")
     assert lines[load.line][load.col : load.end_col] == "y[i] = tile[tid ^ 32];"
-    found[0].file = "nvcc's PTX of shared_oob.cu"  # lines of a text the buffer is not
+    found[0].file = "nvcc's PTX of planted_cuda.cu"  # lines of a text the buffer is not
     assert problems(result, CU_TEXT) == []
 
 
@@ -201,8 +201,8 @@ def test_sanitize_cuda_end_to_end_on_cu_lines(stand_in):
     assert write.tool == "memcheck" and write.line == OOB_LINE
     [(kernel, sizes, ptx), _] = stand_in.seen
     assert kernel == "_Z16reverse_tile_oobPKfPfi" and sizes == [1024]
-    assert '.file\t1 "shared_oob.cu"' in ptx  # what ran is nvcc's -lineinfo PTX
-    assert any("lines are lines of shared_oob.cu" in n for n in result.notes)
+    assert '.file\t1 "planted_cuda.cu"' in ptx  # what ran is nvcc's -lineinfo PTX
+    assert any("lines are lines of planted_cuda.cu" in n for n in result.notes)
     text = format_result(result)
     assert f"  {OOB_LINE} | tile[256 - tid] = i < n ? x[i] : 0.0f;" in text
 
@@ -216,7 +216,7 @@ def test_spec_and_build_problems_are_results(stand_in, tmp_path):
     broken = CU_TEXT.replace("__syncthreads();", "__syncthreads()", 1)
     result = asyncio.run(sc.sanitize_cuda(broken, "reverse_tile_oob", cuda_path=str(CU)))
     assert result.status == "error" and result.summary.startswith("the kernel did not build: nvcc")
-    assert "shared_oob.cu" in result.summary and "ptxls-nvcc-" not in result.summary
+    assert "planted_cuda.cu" in result.summary and "ptxls-nvcc-" not in result.summary
     assert stand_in.seen == []
 
 

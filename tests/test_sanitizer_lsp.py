@@ -131,11 +131,11 @@ def test_a_race_is_a_diagnostic_on_both_of_its_lines():
     assert load.message.endswith("(the other side: line 42)")
 
 
-CU = PLANTED / "shared_oob.cu"
+CU = PLANTED / "planted_cuda.cu"
 
 
 async def test_cu_kernels_get_the_lens_beside_run_gpu_test(client: LanguageClient, tmp_path):
-    path = tmp_path / "shared_oob.cu"
+    path = tmp_path / "planted_cuda.cu"
     text = CU.read_text()
     path.write_text(text)
     open_doc(client, path.as_uri(), text, "cuda-cpp")
@@ -151,7 +151,7 @@ async def test_cu_kernels_get_the_lens_beside_run_gpu_test(client: LanguageClien
 
 
 async def test_cu_run_without_gpu_says_why(client: LanguageClient, tmp_path):
-    path = tmp_path / "shared_oob.cu"
+    path = tmp_path / "planted_cuda.cu"
     path.write_text(CU.read_text())
     uri = path.as_uri()
     open_doc(client, uri, path.read_text(), "cuda-cpp")
@@ -188,7 +188,7 @@ async def test_the_path_setting_names_the_binary(client: LanguageClient, tmp_pat
     """The setting wins over PTXLS_COMPUTE_SANITIZER (set for this module), and a configured
     binary that is missing is said, not replaced by another. initializationOptions are the
     person's own settings, honoured without trust; a workspace's are not (the test below)."""
-    path = tmp_path / "shared_oob.cu"
+    path = tmp_path / "planted_cuda.cu"
     path.write_text(CU.read_text())
     open_doc(client, path.as_uri(), path.read_text(), "cuda-cpp")
     result = await client.workspace_execute_command_async(

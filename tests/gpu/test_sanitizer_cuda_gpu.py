@@ -1,5 +1,5 @@
 """``ptxls test FILE.cu --sanitize`` on a real device: each planted CUDA kernel of
-tests/data/sanitizer/planted/shared_oob.cu is reported on the .cu line of its bug (nvcc -lineinfo's
+tests/data/sanitizer/planted/planted_cuda.cu is reported on the .cu line of its bug (nvcc -lineinfo's
 PTX names the .cu lines), its fixed twin is clean, and the CLI prints the .cu line. Skips with the
 reason where cuInit finds no device, no compute-sanitizer or no nvcc is installed.
 
@@ -24,7 +24,7 @@ from ptxls.toolchain.sanitizer import find_sanitizer
 from .device import HAVE_GPU, WHY
 
 ROOT = Path(__file__).resolve().parents[2]
-CU = ROOT / "tests" / "data" / "sanitizer" / "planted" / "shared_oob.cu"
+CU = ROOT / "tests" / "data" / "sanitizer" / "planted" / "planted_cuda.cu"
 
 
 def _missing(find) -> str:
