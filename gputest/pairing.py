@@ -138,10 +138,15 @@ def spec_for_ptx(
         return SpecResolution(
             None, [SpecProblem(f"no .entry '{kernel}' in the PTX (entries: {have})")]
         )
+    pair_lacks_it = ""
     if reference_cuda is None:
         pair = paired_cuda_path(ptx_text, ptx_path)
         if pair is not None:
-            reference_cuda, reference_path = pair.read_text(errors="replace"), str(pair)
+            text = pair.read_text(errors="replace")
+            if any(k.name == kernel for k in find_kernels(text)):
+                reference_cuda, reference_path = text, str(pair)
+            else:  # found by its name, not asked for: a .cu that is not this kernel's source
+                pair_lacks_it = f" ({pair.name}, its pair by name, has no __global__ '{kernel}')"
     spec: TestSpec | None = None
     problems: list[SpecProblem] = []
     if reference_cuda is not None:
@@ -157,7 +162,7 @@ def spec_for_ptx(
                                   where="@gputest in the PTX")  # fmt: skip
     if spec is None:
         return SpecResolution(None, [SpecProblem(
-            f"no test spec for '{kernel}': pair it with a CUDA source (same base name, or "
+            f"no test spec for '{kernel}'{pair_lacks_it}: pair it with a CUDA source (same base name, or "
             "'// source: file.cu' in the header, or --ref) or annotate it, e.g. "
             "'// @gputest a: in f32[n]; b: in f32[n]; c: out f32[n]; n: size; ref: c = a + b'",
             entry.line, entry.col, entry.col + len(kernel))])  # fmt: skip

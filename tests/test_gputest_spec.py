@@ -323,3 +323,21 @@ def test_a_provenance_header_cannot_follow_a_symlink_out_of_its_folder(tmp_path)
     out = project / "lowered.ptx"
     out.write_text("// source: link/kernels.cu\n" + VEC_ADD_PTX)
     assert spec_for_ptx(out.read_text(), "vec_add", ptx_path=str(out)).reference_path is None
+
+
+def test_a_cu_beside_that_lacks_the_kernel_is_not_its_pair(tmp_path):
+    """NAME.cu beside NAME.ptx pairs them by name only: when it has no kernel of the entry's
+    name, the PTX's own @gputest lines are its spec (and without them, the message says why)."""
+    annotated = VEC_ADD_PTX.replace(
+        ".visible .entry vec_add(",
+        "// @gputest a: in f32[n]; b: in f32[n]; c: out f32[n]; n: size\n// @gputest ref: c = a + b\n.visible .entry vec_add(",
+    )
+    (tmp_path / "k.cu").write_text("__global__ void other(float* y) { y[0] = 1.0f; }\n")
+    ptx = tmp_path / "k.ptx"
+    ptx.write_text(annotated)
+    res = spec_for_ptx(annotated, "vec_add", ptx_path=str(ptx))
+    assert res.ok, res.problems
+    assert res.reference_path is None and res.spec.numpy_ref == "c = a + b"
+    bare = spec_for_ptx(VEC_ADD_PTX, "vec_add", ptx_path=str(ptx))
+    assert not bare.ok
+    assert "k.cu, its pair by name, has no __global__ 'vec_add'" in bare.problems[0].message
