@@ -6,6 +6,7 @@ import asyncio
 
 from ptxls.gputest.api import gpu_available
 from ptxls.gputest.supervisor import Supervisor
+from ptxls.toolchain.discovery import ToolNotFound
 
 
 def _probe() -> tuple[bool, str]:
@@ -20,3 +21,12 @@ def _probe() -> tuple[bool, str]:
 
 
 HAVE_GPU, WHY = _probe()
+
+
+def missing_tool(find) -> str:
+    """Why ``find()`` (a toolchain finder: find_sanitizer, find_nvcc) finds nothing; "" if found."""
+    try:
+        find()
+    except ToolNotFound as e:
+        return str(e)
+    return ""

@@ -18,28 +18,22 @@ import pytest
 from ptxls.gputest.sanitize import SanitizeOptions
 from ptxls.gputest.sanitize_cuda import sanitize_cuda
 from ptxls.gputest.supervisor import Supervisor
-from ptxls.toolchain.discovery import ToolNotFound, find_nvcc
+from ptxls.toolchain.discovery import find_nvcc
 from ptxls.toolchain.sanitizer import find_sanitizer
 
-from .device import HAVE_GPU, WHY
+from .device import HAVE_GPU, WHY, missing_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 CU = ROOT / "tests" / "data" / "sanitizer" / "planted" / "planted_cuda.cu"
 
 
-def _missing(find) -> str:
-    try:
-        find()
-    except ToolNotFound as e:
-        return str(e)
-    return ""
-
-
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(not HAVE_GPU, reason=WHY),
-    pytest.mark.skipif(bool(_missing(find_sanitizer)), reason=_missing(find_sanitizer) or "-"),
-    pytest.mark.skipif(bool(_missing(find_nvcc)), reason=_missing(find_nvcc) or "-"),
+    pytest.mark.skipif(
+        bool(missing_tool(find_sanitizer)), reason=missing_tool(find_sanitizer) or "-"
+    ),
+    pytest.mark.skipif(bool(missing_tool(find_nvcc)), reason=missing_tool(find_nvcc) or "-"),
 ]
 
 

@@ -13,27 +13,20 @@ import pytest
 
 from ptxls.gputest.sanitize import SanitizeOptions, sanitize_ptx
 from ptxls.gputest.supervisor import Supervisor
-from ptxls.toolchain.discovery import ToolNotFound
 from ptxls.toolchain.sanitizer import find_sanitizer
 
-from .device import HAVE_GPU, WHY
+from .device import HAVE_GPU, WHY, missing_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 PLANTED = ROOT / "tests" / "data" / "sanitizer" / "planted"
 
 
-def _no_sanitizer() -> str:
-    try:
-        find_sanitizer()
-    except ToolNotFound as e:
-        return str(e)
-    return ""
-
-
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(not HAVE_GPU, reason=WHY),
-    pytest.mark.skipif(bool(_no_sanitizer()), reason=_no_sanitizer() or "-"),
+    pytest.mark.skipif(
+        bool(missing_tool(find_sanitizer)), reason=missing_tool(find_sanitizer) or "-"
+    ),
 ]
 
 
