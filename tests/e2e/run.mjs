@@ -6,7 +6,7 @@
 //      ptxls"; its button "Create a ptxls environment" makes a venv in VS Code's storage, installs
 //      the wheel the .vsix carries with its dependencies from the package index, and starts the server;
 //   1. broken.ptx gets a squiggle and the Problems panel shows the server's message naming the symbol;
-//   2. typing the fix in the editor clears both;
+//   2. the quick fix on the squiggle (Ctrl+.: "Declare %r<7> …") clears both;
 //   3. the status bar shows the server's ptxas/arch/GPU/LLM summary;
 //   4. a hover the server offers shows up in the editor; "Run GPU test for this kernel" runs
 //      and its result shows as a hover on the kernel;
@@ -145,19 +145,27 @@ async function runScenario(page, workspace, oracle) {
     return `panel shows "${message}"`;
   });
 
-  await step("typing the fix clears the squiggle and the problem", async () => {
+  await step("the quick fix on the squiggle (Ctrl+.) declares the register and clears the problem", async () => {
     const fix = oracle.fix;
+    const quick = oracle.quickFix;
+    if (!quick) throw new Error(`the server offers no quick fix on ${oracle.symbol} (offers: ${oracle.quickFixOffers.join("; ") || "none"})`);
     await clickEditor(page);
-    await goToLine(page, fix.line + 1, fix.column + 1);
-    for (let i = 0; i < fix.oldText.length; i++) await page.keyboard.press("Shift+ArrowRight");
-    await page.keyboard.type(fix.newText, { delay: 30 });
+    await goToLine(page, quick.line + 1, quick.column + 2);
+    await page.keyboard.press("Control+.");
+    const entry = page.locator(".action-widget .monaco-list-row", { hasText: quick.title }).first();
+    await entry.waitFor({ timeout: SLOW });
+    await shot(page, "quick-fix-menu");
+    const focused = page.locator(".action-widget .monaco-list-row.focused", { hasText: quick.title });
+    for (let i = 0; i < 20 && (await focused.count()) === 0; i++) await page.keyboard.press("ArrowDown");
+    await focused.waitFor({ timeout: 5000 });
+    await page.keyboard.press("Enter");
     await page.locator(".monaco-editor .squiggly-error").first().waitFor({ state: "detached", timeout: SLOW });
     await page.locator(".markers-panel").getByText("No problems have been detected", { exact: false }).waitFor({ timeout: SLOW });
     await shot(page, "fixed");
     // Saved too, so the file on disk is the fixed one for whatever comes next.
     await page.keyboard.press("Control+S");
     await waitFor(() => readFileSync(broken, "utf8").includes(fix.expectInFile), "the fix saved to disk");
-    return `typed "${fix.newText}" over "${fix.oldText}" on line ${fix.line + 1}`;
+    return `"${quick.title}" applied: the file now declares ${fix.expectInFile} on line ${fix.line + 1}`;
   });
 
   await step("status bar shows ptxas, arch, GPU and LLM", async () => {
@@ -544,6 +552,19 @@ async function askServer(workspace) {
     const symbol = messages.map((m) => /%[A-Za-z_$][\w$]*/.exec(m)?.[0]).find(Boolean);
     if (!symbol) throw new Error(`no diagnostic names a register: ${JSON.stringify(messages)}`);
     const fix = registerRangeFix(readFileSync(brokenPath, "utf8"), symbol);
+    // The server's quick fix for that mistake: asked the way an editor asks, with the diagnostic
+    // (and the data it carries) under the cursor.
+    const onSymbol = diagnostics.find((d) => d.message.includes(symbol));
+    const fixActions =
+      (await probe.request("textDocument/codeAction", {
+        textDocument: { uri: brokenUri },
+        range: onSymbol.range,
+        context: { diagnostics: [onSymbol] },
+      })) ?? [];
+    const quickFixAction = fixActions.find((a) => a.kind === "quickfix" && a.edit);
+    const quickFix = quickFixAction
+      ? { title: quickFixAction.title, line: onSymbol.range.start.line, column: onSymbol.range.start.character }
+      : null;
 
     const statusMessage = await probe.waitForNotification((m) => m.method === "ptxls/status", 15_000).catch(() => null);
     // What the diagnostics use for a file whose .target is not the default arch.
@@ -606,6 +627,8 @@ async function askServer(workspace) {
       messages,
       symbol,
       fix,
+      quickFix,
+      quickFixOffers: fixActions.map((a) => a.title),
       status: statusMessage?.params ?? null,
       sm80Status: sm80Status?.params ?? null,
       hover,
@@ -837,6 +860,7 @@ const README_SHOTS = {
   "setup-done": "vscode-setup-done.png",
   "setup-no-network": "vscode-setup-no-network.png",
   problems: "vscode-diagnostics.png",
+  "quick-fix-menu": "vscode-quick-fix.png",
   fixed: "vscode-fixed.png",
   "status-bar": "vscode-status-bar.png",
   hover: "vscode-hover.png",
