@@ -23,6 +23,7 @@ from .output_format import markdown_to_text
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_CANNOT_RUN = 0, 1, 2
 DEFAULT_TIMEOUT_S = 60.0  # a ptxas or nvcc run longer than this is stopped (--timeout)
+FIX_ROUNDS = 4  # --fix: apply, check again, at most this many times
 
 
 async def check_file(
@@ -41,6 +42,51 @@ async def check_file(
         cuda=CudaCheckOptions(arch=arch, nvcc_path=nvcc, file_path=str(path), timeout=timeout),
     )
     return await check_text(text, opts)
+
+
+def _apply_fixes(path: Path, name: str, result: CheckResult) -> bool:
+    """Write the result's fixes into the file (said on stderr); True when the file changed.
+    A file that is not plain UTF-8 is left alone: rewriting it could change more than the fix."""
+    from ptxls.diagnostics.fixes import apply_fixes
+
+    fixes = [p.fix for p in result.problems if p.fix is not None]
+    if not fixes:
+        return False
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        print(f"ptxls: {name}: --fix leaves a file that is not UTF-8 alone", file=sys.stderr)
+        return False
+    if text.startswith("\ufeff"):
+        print(f"ptxls: {name}: --fix leaves a file with a byte-order mark alone", file=sys.stderr)
+        return False
+    outcome = apply_fixes(text, fixes)
+    for f, why in outcome.left_out:
+        print(f"ptxls: {name}:{f.line + 1}:{f.col + 1}: fix not applied ({f.title}): {why}",
+              file=sys.stderr)  # fmt: skip
+    if not outcome.applied:
+        return False
+    _replace_file(path, outcome.text.encode("utf-8"))
+    for f in outcome.applied:
+        print(f"ptxls: {name}:{f.line + 1}:{f.col + 1}: fixed: {f.title}", file=sys.stderr)
+    return True
+
+
+def _replace_file(path: Path, data: bytes) -> None:
+    """The new content beside the file, then renamed over it: never a half-written file."""
+    import os
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 # ptxas's words when --arch is older than the file's .target
@@ -65,9 +111,12 @@ async def run_check(
     nvcc: str | None,
     timeout: float = DEFAULT_TIMEOUT_S,
     out=None,
+    fix: bool = False,
 ) -> int:
     """Exit 0 clean, 1 errors in a file, 2 could not check (unreadable file, no ptxas, a tool
-    that ran past --timeout, an --arch the file's .target rules out)."""
+    that ran past --timeout, an --arch the file's .target rules out). With ``fix``, the fixes
+    found are applied to each file and the file is checked again: the exit status and the
+    problems printed are the fixed file's."""
     from ptxls.frontend.ptx import scan_header
 
     out = out or sys.stdout
@@ -76,6 +125,11 @@ async def run_check(
         path = Path(name)
         try:
             result = await check_file(path, arch=arch, ptxas=ptxas, nvcc=nvcc, timeout=timeout)
+            # a fix can uncover the next (raising .version, then the .target): a few rounds
+            for _ in range(FIX_ROUNDS if fix else 0):
+                if not _apply_fixes(path, name, result):
+                    break
+                result = await check_file(path, arch=arch, ptxas=ptxas, nvcc=nvcc, timeout=timeout)
         except OSError as e:
             print(f"ptxls: cannot read {name}: {e.strerror or e}", file=sys.stderr)
             return EXIT_CANNOT_RUN

@@ -36,7 +36,12 @@ def _check(args: argparse.Namespace) -> int:
 
     return asyncio.run(
         run_check(
-            args.files, arch=args.arch, ptxas=args.ptxas, nvcc=args.nvcc, timeout=args.timeout
+            args.files,
+            arch=args.arch,
+            ptxas=args.ptxas,
+            nvcc=args.nvcc,
+            timeout=args.timeout,
+            fix=args.fix,
         )
     )
 
@@ -125,6 +130,12 @@ def _add_check(sub, runners: dict) -> None:
         default=60.0,
         metavar="SECONDS",
         help="stop a ptxas/nvcc run after this long and exit 2 (default: 60)",
+    )
+    p.add_argument(
+        "--fix",
+        action="store_true",
+        help="apply the fixes the check prints as 'note: fix:' to the .ptx files, then check "
+        "them again (only where the file still says what the check saw)",
     )
     runners["check"] = _check
 

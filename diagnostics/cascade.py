@@ -42,7 +42,7 @@ def rank(message: str) -> int:
 def fold_cascade(problems: list[Problem], lints: list[Problem]) -> list[Problem]:
     """``problems`` (merged: ptxas's word wins over a lint at the same token) with, per line,
     ptxas's consequences folded into the first cause on that line, and each ptxas error that
-    replaced an undeclared-register lint given that lint's explanation and fix."""
+    replaced a lint given that lint's fix (and its words, where they say more)."""
     causes_by_line: dict[int, Problem] = {}
     for p in problems:
         if _is_ptxas_error(p) and rank(p.message) == 0 and p.line not in causes_by_line:
@@ -59,13 +59,22 @@ def fold_cascade(problems: list[Problem], lints: list[Problem]) -> list[Problem]
     out = []
     for p in kept:
         lint = _lint_at(p, lints)
-        message = p.message + (f" — {lint.message}" if lint else "")
+        message = p.message
+        if lint is not None and lint.code in _WORDS_KEPT:
+            message += f" — {lint.message}"
         if causes_by_line.get(p.line) is p and followers.get(p.line):
             message += f"; then, because of it: {'; '.join(followers[p.line])}"
-        if message != p.message:
-            p = replace(p, message=message, fix=p.fix or (lint.fix if lint else None))
+        fix = p.fix or (lint.fix if lint else None)
+        if message != p.message or fix != p.fix:
+            p = replace(p, message=message, fix=fix)
         out.append(p)
     return out
+
+
+# Lints whose words say more than ptxas's at the same token ("Unknown symbol '%r6'" says
+# nothing of the .reg range; "Unknown symbol 'Done'" nothing of the label 'DONE'). The ISA
+# lints say what ptxas says ("requires PTX ISA 8.0"): only their fix is kept.
+_WORDS_KEPT = ("undeclared-register", "unknown-label")
 
 
 def _is_ptxas_error(p: Problem) -> bool:
@@ -73,13 +82,13 @@ def _is_ptxas_error(p: Problem) -> bool:
 
 
 def _lint_at(p: Problem, lints: list[Problem]) -> Problem | None:
-    """The undeclared-register lint at the token where ptxas said "Unknown symbol '%r6'": its
-    words say which ``.reg`` line declares what, and it carries the fix."""
+    """The lint at the token where ptxas spoke (merge() dropped it for ptxas's word): one whose
+    words say more, or one that carries a fix."""
     if not _is_ptxas_error(p):
         return None
     for q in lints:
         if (
-            q.code == "undeclared-register"
+            (q.code in _WORDS_KEPT or q.fix is not None)
             and q.line == p.line
             and q.col < max(p.end_col, p.col + 1)
             and p.col < q.end_col

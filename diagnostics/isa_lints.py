@@ -17,7 +17,7 @@ import re
 from ptxls.frontend.ptx import PtxModule, blank_comments, parse_ptx
 
 from . import isa
-from .model import Problem, Severity
+from .model import Fix, Problem, Severity
 
 SOURCE = "ptxls"
 
@@ -74,6 +74,7 @@ def lint_availability(text: str, module: PtxModule | None = None) -> list[Proble
     clean = blank_comments(text)
     starts = [0] + [m.end() for m in re.finditer("\n", clean)]
     problems: list[Problem] = []
+    header = _HeaderEdits(module, clean, starts)
     for func in module.functions:
         if func.body is None:
             continue
@@ -97,9 +98,45 @@ def lint_availability(text: str, module: PtxModule | None = None) -> list[Proble
                         message[1],
                         SOURCE,
                         code=message[0],
+                        fix=header.fix_for(message[0], req),
                     )
                 )
     return problems
+
+
+class _HeaderEdits:
+    """The one-token edits of the header that make an instruction available: the ``.version``
+    number or the ``.target`` architecture, raised to what the message names."""
+
+    def __init__(self, module: PtxModule, clean: str, starts: list[int]) -> None:
+        self.module, self.clean, self.starts = module, clean, starts
+
+    def fix_for(self, code: str, req: isa.Requirement) -> Fix | None:
+        if code == "needs-newer-ptx-isa":
+            span = self.module.version_span
+            if span is None or span.start.line != span.end.line:
+                return None
+            old = self.clean[self._offset(span.start) : self._offset(span.end)]
+            new = _v(req.isa)
+            return Fix(f"Raise .version to {new}", span.start.line, span.start.col, old, new)
+        if code == "needs-arch-specific-target" and req.arch_specific:
+            return self._target(req.arch_specific[0])
+        if code == "needs-newer-target" and req.target:
+            return self._target(req.target)
+        return None
+
+    def _target(self, wanted: str) -> Fix | None:
+        span, arch = self.module.target_span, self.module.arch
+        if span is None or arch is None:
+            return None
+        at = self.clean.find(arch, self._offset(span.start))
+        if at < 0:
+            return None
+        line = bisect.bisect_right(self.starts, at) - 1
+        return Fix(f"Change .target {arch} to {wanted}", line, at - self.starts[line], arch, wanted)
+
+    def _offset(self, pos) -> int:
+        return _offset_of(self.starts, pos.line, pos.col)
 
 
 def _v(v: isa.Version) -> str:

@@ -8,6 +8,7 @@ anything we cannot judge are left alone.
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import replace
 
@@ -176,14 +177,29 @@ def _unknown_labels(func: PtxFunction) -> list[Problem]:
     out = []
     for target in func.branch_targets:
         if target.name not in func.labels:
-            out.append(
-                _problem(
-                    target.span,
-                    f"branch to unknown label '{target.name}' in '{func.name}'",
-                    code="unknown-label",
-                )
+            problem = _problem(
+                target.span,
+                f"branch to unknown label '{target.name}' in '{func.name}'",
+                code="unknown-label",
             )
+            out.append(_with_closest_label(problem, target, func))
     return out
+
+
+def _with_closest_label(problem: Problem, target, func: PtxFunction) -> Problem:
+    """A typo'd label ('DONE' for 'Done', 'LOOP_1' for 'LOOP1'): the fix is the function's one
+    label that is close to it. None when no label, or more than one, is about as close."""
+    close = difflib.get_close_matches(target.name, list(func.labels), n=2, cutoff=0.75)
+    folded = [lab for lab in func.labels if lab.lower() == target.name.lower()]
+    best = folded[:1] or close[:1]
+    if not best or (not folded and len(close) > 1):
+        return problem
+    span = target.span
+    if span.start.line != span.end.line:
+        return problem
+    fix = Fix(f"Change to '{best[0]}' (a label of '{func.name}')", span.start.line,
+              span.start.col, target.name, best[0])  # fmt: skip
+    return replace(problem, message=f"{problem.message}; did you mean '{best[0]}'?", fix=fix)
 
 
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")

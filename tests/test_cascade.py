@@ -99,3 +99,73 @@ def test_ptxas_error_at_the_lints_token_takes_its_words_and_fix():
     (out,) = fold_cascade([said], lints)
     assert out.message == f"Unknown symbol '%r4' — {first.message}"
     assert out.fix == first.fix
+
+
+LABELS = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u32 n)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<2>;
+    ld.param.u32 %r1, [n];
+    setp.eq.u32 %p1, %r1, 0;
+    @%p1 bra Done;
+    @%p1 bra LOOP_2;
+    @%p1 bra LOOP3;
+    @%p1 bra ELSEWHERE;
+DONE:
+LOOP1:
+LOOP2:
+    ret;
+}
+"""
+
+
+def test_a_typod_label_gets_the_one_close_label_as_its_fix():
+    by_name = {p.message.split("'")[1]: p for p in lint_ptx(LABELS) if p.code == "unknown-label"}
+    done = by_name["Done"]
+    assert done.message.endswith("did you mean 'DONE'?")
+    assert done.fix.title == "Change to 'DONE' (a label of 'k')"
+    line = LABELS.splitlines()[done.fix.line]
+    assert line[done.fix.col : done.fix.col + len(done.fix.old_text)] == "Done"
+    assert by_name["LOOP_2"].fix.new_text == "LOOP2"
+    # LOOP3 is as close to LOOP1 as to LOOP2: no guess; ELSEWHERE is close to nothing
+    assert by_name["LOOP3"].fix is None and by_name["ELSEWHERE"].fix is None
+    assert "did you mean" not in by_name["ELSEWHERE"].message
+
+
+WGMMA_LINE = "    wgmma.fence.sync.aligned;"
+
+
+def test_an_instruction_the_header_cannot_have_gets_the_header_edit_as_its_fix():
+    from ptxls.diagnostics.isa_lints import lint_availability
+
+    text = LABELS.replace("    ret;", WGMMA_LINE + "\n    ret;")
+    (needs,) = [p for p in lint_availability(text) if p.line == text.splitlines().index(WGMMA_LINE)]
+    assert needs.code == "needs-arch-specific-target"
+    assert (needs.fix.title, needs.fix.old_text, needs.fix.new_text) == (
+        "Change .target sm_90 to sm_90a",
+        "sm_90",
+        "sm_90a",
+    )
+    assert text.splitlines()[needs.fix.line][needs.fix.col :].startswith("sm_90")
+
+    old_isa = text.replace(".version 8.0", ".version 7.0")
+    (needs,) = [p for p in lint_availability(old_isa) if p.code == "needs-newer-ptx-isa"]
+    assert needs.fix.title == "Raise .version to 8.0" and needs.fix.old_text == "7.0"
+
+
+def test_ptxas_error_at_an_isa_lints_token_takes_only_its_fix():
+    from ptxls.diagnostics.isa_lints import lint_availability
+
+    text = LABELS.replace("    ret;", WGMMA_LINE + "\n    ret;")
+    (lint,) = lint_availability(text)
+    said = ptxas(
+        lint.line,
+        lint.col,
+        lint.col + 5,
+        "Instruction 'wgmma.fence' not supported on .target 'sm_90'",
+    )
+    (out,) = fold_cascade([said], [lint])
+    assert out.message == said.message and out.fix == lint.fix
