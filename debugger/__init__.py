@@ -1,0 +1,1 @@
+"""The Debug Adapter Protocol server over the emulator: the only room that speaks DAP."""

@@ -1,0 +1,1 @@
+"""`ptxls eval`: a verified task suite run through the lowering loop, scored and reported."""
