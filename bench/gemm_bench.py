@@ -88,15 +88,26 @@ def guarded(torch, n: int, dtype, poison=float("nan")):
     return whole[GUARD : GUARD + n], whole
 
 
+def scan_launch() -> tuple[int, int]:
+    """(elements per tile, threads per block) of the library's scan, read from its spec.json:
+    a hard-coded block outlived the kernel once (256 threads launched on a `.maxntid 128`
+    kernel: CUDA_ERROR_INVALID_VALUE), so the launch comes from where the kernel's author
+    states it."""
+    launch = json.loads((KERNELS / "scan_inclusive" / "spec.json").read_text())["launch"]
+    tile = int(re.fullmatch(r"cdiv\(n, (\d+)\)", launch["grid"]).group(1))
+    return tile, int(launch["block"])
+
+
 def scan_problem(torch, n: int, seed: int) -> Problem:
+    tile, block = scan_launch()
     g = torch.Generator(device="cuda").manual_seed(seed)
     x = torch.rand(n, device="cuda", generator=g) * 2 - 1
     y, y_whole = guarded(torch, n, torch.float32)
-    state = torch.zeros(cdiv(n, 4096) + 1, dtype=torch.int64, device="cuda")
+    state = torch.zeros(cdiv(n, tile) + 1, dtype=torch.int64, device="cuda")
     y_torch = torch.empty_like(y)
     return Problem(
         args=[x, y, state, n], outputs=[("y", y, y_whole)], scratch=[state], inputs=[x],
-        grid=(max(1, cdiv(n, 4096)), 1, 1), block=(256, 1, 1), shared=0,
+        grid=(max(1, cdiv(n, tile)), 1, 1), block=(block, 1, 1), shared=0,
         expected={"y": torch.cumsum(x.double(), 0)}, tol=5e-3,
         torch_fn=lambda: torch.cumsum(x, 0, out=y_torch), torch_out=y_torch,
         bytes=8.0 * n, label=f"n={n}",
