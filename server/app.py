@@ -74,8 +74,8 @@ class PtxlsServer(LanguageServer):
         self.did_change_hooks: list[Callable[..., None]] = []
         self.did_save_hooks: list[Callable[..., None]] = []
         self.did_close_hooks: list[Callable[..., None]] = []
-        # The client opens files that commands return ({uri}); then the server does not also
-        # ask it to with window/showDocument (initializationOptions.client.opensCommandResults).
+        # The client opens files that commands return ({uri}) and shows their summaries; then
+        # the server does not also (initializationOptions.client.opensCommandResults).
         self.client_opens_results = False
         self._told: set[str] = set()
         self._error_times: dict[str, float] = {}
@@ -108,7 +108,9 @@ class PtxlsServer(LanguageServer):
     # -- talking to the person --------------------------------------------------------------
 
     def log_message(self, message: str, kind: types.MessageType = types.MessageType.Log) -> None:
-        log.info("%s", message)
+        # The client shows window/logMessage in its log (VS Code: the ptxls output channel), and
+        # it also shows the server's stderr there: on stderr only with -v, or each line is twice.
+        log.debug("%s", message)
         # no client attached (unit use): logging must never fail a feature
         with contextlib.suppress(Exception):
             self.window_log_message(types.LogMessageParams(type=kind, message=message))
@@ -149,6 +151,47 @@ class PtxlsServer(LanguageServer):
                 self.log_message(f"showDocument {uri} failed: {e}")
 
         asyncio.get_running_loop().create_task(show())
+
+    def command(self, command_name: str):
+        """pygls' command decorator, with every command's end made visible: a client that does
+        not present command results itself (initializationOptions.client.opensCommandResults:
+        VS Code's extension does, Neovim does not) is asked to open the file the command
+        produced (window/showDocument) and shown its summary (window/showMessage), whichever
+        way the command was started (code action, lens, a client's own command). Returns the
+        handler unchanged, so it can still be called directly."""
+        register = super().command(command_name)
+
+        def decorate(handler):
+            async def presented(ls: PtxlsServer, *args):  # named ls: pygls passes the server
+                result = handler(ls, *args)
+                if inspect.isawaitable(result):
+                    result = await result
+                ls.present_result(result)
+                return result
+
+            presented.__name__ = getattr(handler, "__name__", command_name)
+            register(presented)
+            return handler
+
+        return decorate
+
+    def present_result(self, result: object) -> None:
+        """A command's ``{ok, summary, uri}`` shown to a client that does not show results
+        itself: the file opened, the summary as a message (a warning when it failed). A
+        cancelled command says nothing: the person cancelled it."""
+        if self.client_opens_results or not isinstance(result, dict):
+            return
+        if result.get("status") == "cancelled":
+            return
+        ok = result.get("ok") is not False
+        uri = result.get("uri")
+        if ok and isinstance(uri, str) and uri.startswith("file:"):
+            self.show_document(uri)
+        summary = result.get("summary")
+        if isinstance(summary, str) and summary.strip():
+            kind = types.MessageType.Info if ok else types.MessageType.Warning
+            with contextlib.suppress(Exception):  # no client attached (unit use)
+                self.show_message(f"ptxls: {summary.strip()}"[:1000], kind)
 
     async def apply_edit(self, edit: types.WorkspaceEdit, label: str):
         """workspace/applyEdit; None when the client cannot apply edits."""

@@ -68,6 +68,9 @@ async def run_tracked(ls, progress: CommandProgress, work, running: dict, key, o
     try:
         return await _unless_cancelled(task, progress)
     except asyncio.CancelledError:
+        # the person cancelled (the progress' button) or the client cancelled the request
+        # ($/cancelRequest cancels this coroutine): the work stops either way
+        task.cancel()
         progress.end("cancelled")
         raise Stopped("cancelled", "cancelled") from None
     except Exception as e:

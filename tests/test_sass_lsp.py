@@ -56,11 +56,7 @@ async def test_show_sass_lens_command_view_and_hover(client: LanguageClient, tmp
     uri = src.as_uri()
     open_doc(client, uri, VEC_ADD)
     (lens,) = await _lenses(client, uri)
-    assert lens.command.title == "Show SASS" and list(lens.command.arguments) == [
-        uri,
-        "vec_add",
-        "open",
-    ]
+    assert lens.command.title == "Show SASS" and list(lens.command.arguments) == [uri, "vec_add"]
     assert "FADD" not in await _hover_text(client, uri, ADD_LINE)  # nothing assembled yet
 
     result = await _show_sass(client, *lens.command.arguments)

@@ -21,7 +21,6 @@ from ptxls.frontend.ptx import find_entries
 from .. import convert
 from ..app import PtxlsServer, short_name
 from ..convert import Completion
-from .show_ptx import show_result
 
 COMMAND = "ptxls.openLibraryKernel"
 _HEADER = re.compile(r"^\s*\.(version|target|address_size)\b", re.MULTILINE)
@@ -109,7 +108,6 @@ async def open_kernel(ls: PtxlsServer, uri: str = "", name: str = "", *_rest) ->
             "summary": f"no library kernel '{short_name(name)}' (library: {known})",
         }
     target = (ex.folder / "kernel.ptx").as_uri()
-    show_result(ls, target)
     return {"ok": True, "uri": target, "summary": f"{ex.name}: {detail(ex, figures)}"}
 
 

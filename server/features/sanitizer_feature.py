@@ -219,9 +219,7 @@ async def run_sanitizer(ls: PtxlsServer, *args) -> dict:
         return _refused(stop.status, short_tokens(stop.summary))
     state.results[key] = CachedSanitize(version, result)
     progress.end(short_tokens(result.summary)[:200])
-    if result.status in ("no-gpu", "no-sanitizer"):
-        ls.tell_once(f"sanitizer:{result.status}",
-                     short_tokens(f"ptxls: compute-sanitizer cannot run here: {result.summary}"))  # fmt: skip
+    # the summary (why it cannot run here) is shown like every command's result (app.command)
     _publish(ls, uri)
     return {"ok": result.clean, "status": result.status, "summary": short_tokens(result.summary),
             "tools": list(tools), "findings": [f.to_dict() for f in result.findings]}  # fmt: skip

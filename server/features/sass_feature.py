@@ -39,7 +39,6 @@ from .. import convert
 from ..app import PtxlsServer, short_name
 from ..uris import to_path, workspace_root
 from .languages import CUDA, PTX, PYTHON, language_of
-from .show_ptx import show_result
 
 log = logging.getLogger("ptxls")
 
@@ -134,9 +133,9 @@ def _document(ls: PtxlsServer, uri: str) -> tuple[str | None, int | None, str | 
     return None, None, None
 
 
-async def show_sass(ls: PtxlsServer, uri: str = "", kernel: str = "", *rest) -> dict:
-    """Arguments: uri, kernel ("" for every function), and "open" from a code lens or code
-    action (the editor runs those without looking at the result: the server opens the view)."""
+async def show_sass(ls: PtxlsServer, uri: str = "", kernel: str = "", *_rest) -> dict:
+    """Arguments: uri, kernel ("" for every function); a third ("open", from older lenses and
+    code actions) is ignored: every command's view is opened the same way (app.command)."""
     bad = _bad_arguments(uri, kernel)
     if bad is not None:
         return bad
@@ -171,11 +170,10 @@ async def show_sass(ls: PtxlsServer, uri: str = "", kernel: str = "", *rest) -> 
         "sass": view,
         "kernel": entry.name if entry else "",
     }
-    opens = "open" in rest
-    return _write_view(ls, uri, entry.name if entry else "all", view, result, opens)
+    return _write_view(ls, uri, entry.name if entry else "all", view, result)
 
 
-def _write_view(ls: PtxlsServer, uri: str, name: str, view: str, result: dict, opens: bool) -> dict:
+def _write_view(ls: PtxlsServer, uri: str, name: str, view: str, result: dict) -> dict:
     path = to_path(uri)
     root = workspace_root(ls.workspace, Path(path)) if path else None
     if root is None:
@@ -189,11 +187,7 @@ def _write_view(ls: PtxlsServer, uri: str, name: str, view: str, result: dict, o
     except (safe_write.UnsafeWrite, OSError) as e:
         result["summary"] += f" (view not written: {e})"
         return result
-    result["uri"] = written.as_uri()
-    if opens:
-        ls.show_document(result["uri"])
-    else:
-        show_result(ls, result["uri"])
+    result["uri"] = written.as_uri()  # opened by the client, or on request (app.command)
     return result
 
 
@@ -268,7 +262,7 @@ def code_lenses(ls: PtxlsServer, params: types.CodeLensParams) -> list[types.Cod
         if entry is not None and entry.registers is not None:
             title += f" ({entry.registers} registers, {entry.instruction_count} instructions)"
         where = convert.line_range(line, col, col + len(name))
-        lenses.append(convert.code_lens(where, title, COMMAND, [uri, name, "open"]))
+        lenses.append(convert.code_lens(where, title, COMMAND, [uri, name]))
     return lenses
 
 
@@ -297,7 +291,7 @@ def code_actions(ls: PtxlsServer, params: types.CodeActionParams) -> list[types.
     if kernel is None:
         return []
     title = f"Show SASS for this kernel ({short_name(kernel, 60)})"
-    return [convert.code_action(title, COMMAND, [uri, kernel, "open"], kind="source")]
+    return [convert.code_action(title, COMMAND, [uri, kernel], kind="source")]
 
 
 def register(server: PtxlsServer) -> None:

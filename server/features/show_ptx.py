@@ -83,16 +83,8 @@ async def show(ls: PtxlsServer, uri: str = "", kernel: str = "", *_rest) -> dict
     except (safe_write.UnsafeWrite, OSError) as e:
         result["summary"] += f" (view not written: {e})"
         return result
-    result["uri"] = written.as_uri()
-    show_result(ls, result["uri"])
+    result["uri"] = written.as_uri()  # opened by the client, or on request (app.command)
     return result
-
-
-def show_result(ls: PtxlsServer, uri: str) -> None:
-    """Open a command's result in the client, unless the client opens the results it gets
-    itself (initializationOptions.client.opensCommandResults)."""
-    if not ls.client_opens_results:
-        ls.show_document(uri)
 
 
 def register(server: PtxlsServer) -> None:
