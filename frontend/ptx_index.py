@@ -45,9 +45,9 @@ def _inside(span: Span, line: int, col: int) -> bool:
 
 def name_at(module: PtxModule, line: int, col: int) -> NameRef | None:
     """The register, label, parameter or function name at (line, col), if any."""
-    for func in module.functions:
-        if _inside(func.name_span, line, col):
-            return NameRef("function", func.name, func.name_span, func)
+    for f in module.functions:
+        if _inside(f.name_span, line, col):
+            return NameRef("function", f.name, f.name_span, f)
     func = module.function_at(line)
     if func is None:
         return None
@@ -150,7 +150,13 @@ def describe_register(ref: NameRef, module: PtxModule) -> str:
         f"<{decl.count}>" if decl.count is not None else ""
     )
     uses = sum(1 for u in ref.function.register_uses if u.name == ref.name) if ref.function else 0
-    return f"`{ref.name}`: declared by `{declared};` on line {decl.span.start.line + 1}; used {uses} times"
+    line = decl.span.start.line + 1
+    return f"`{ref.name}`: declared by `{declared};` on line {line}; {used_times(uses)}"
+
+
+def used_times(n: int) -> str:
+    """'not used', 'used once', 'used 3 times'."""
+    return "not used" if n == 0 else "used once" if n == 1 else f"used {n} times"
 
 
 def position(line: int, col: int) -> Pos:

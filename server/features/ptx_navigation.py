@@ -116,7 +116,7 @@ def hover(ls: PtxlsServer, params: types.HoverParams) -> types.Hover | None:
     line, col = params.position.line, params.position.character
     ref = ptx_index.name_at(module, line, col)
     if ref is not None and ref.kind == "function":
-        return _usage_hover(ls, params.text_document.uri, ref)
+        return _function_hover(ls, params.text_document.uri, ref, module)
     if ref is not None and ref.kind == "register":
         return convert.markdown_hover(ptx_index.describe_register(ref, module), ref.span)
     if ref is not None and ref.kind in ("label", "param"):
@@ -141,7 +141,7 @@ def _describe_name(ref, module: PtxModule) -> str:
         for i, p in enumerate(ref.function.params):
             if p.name == ref.name:
                 extra = f" — `{p.type}`, parameter {i + 1} of `{ref.function.name}`"
-    return f"{kind} `{ref.name}`{extra}; {at}; used {uses} times"
+    return f"{kind} `{ref.name}`{extra}; {at}; {ptx_index.used_times(uses)}"
 
 
 def completion(ls: PtxlsServer, params: types.CompletionParams) -> types.CompletionList:
@@ -181,17 +181,40 @@ def _words(word: str, func: PtxFunction | None) -> list[Completion]:
     return [Completion(n, "opcode") for n in isa.opcode_names()] + labels
 
 
-def _usage_hover(ls: PtxlsServer, uri: str, ref) -> types.Hover | None:
-    """ptxas -v of the entry under the cursor, from the last clean check of this version."""
+def _function_hover(ls: PtxlsServer, uri: str, ref, module: PtxModule) -> types.Hover:
+    """What is known of the function under the cursor: its signature always, and ptxas -v's
+    resources from the last clean check (or why there are none yet). The last GPU test's
+    result joins it from gputest_feature's hover."""
+    func = next((f for f in module.functions if f.name == ref.name), None)
+    parts = [_signature(func)] if func is not None else [f"function `{ref.name}`"]
     doc = ls.open_document(uri)
     version, usage = ls.state(PtxCheckState).usage.get(uri, (None, []))
     mine = [u for u in usage if u.name == ref.name]
-    if not mine:
-        return None
-    text = resources.format_usage_markdown(mine[0])
-    if doc is None or doc.version != version:
-        text = "_from the last version ptxas assembled cleanly_\n\n" + text
-    return convert.markdown_hover(text, ref.span)
+    if mine:
+        if doc is None or doc.version != version:
+            parts.append("_resources from the last version ptxas assembled cleanly:_")
+        parts.append(resources.format_usage_markdown(mine[0]))
+    elif func is not None and func.body is not None:
+        parts.append(_why_no_resources(ls, uri))
+    return convert.markdown_hover("\n\n".join(parts), ref.span)
+
+
+def _signature(func) -> str:  # a PtxFunction
+    kind = ".entry" if func.is_entry else ".func"
+    params = ",\n".join(f"    .param {p.type} {p.name}{p.array}" for p in func.params)
+    body = f"(\n{params}\n)" if params else "()"
+    return f"```ptx\n{kind} {func.name}{body}\n```"
+
+
+def _why_no_resources(ls: PtxlsServer, uri: str) -> str:
+    errors = sum(1 for d in ls.store.all(uri) if d.severity == types.DiagnosticSeverity.Error)
+    if errors:
+        what = "an error" if errors == 1 else f"{errors} errors"
+        return (
+            f"_Registers, shared memory and occupancy: not known while ptxas reports {what} "
+            "in this file (the Problems list); they show once it assembles cleanly._"
+        )
+    return "_Registers, shared memory and occupancy: ptxas has not finished this version yet._"
 
 
 def on_close(ls: PtxlsServer, params) -> None:

@@ -108,7 +108,16 @@ class StatusState:
 async def _send_status(ls: PtxlsServer) -> None:
     payload = await asyncio.to_thread(status_payload, ls)
     ls.protocol.notify(METHOD, payload)
-    ls.log_message(f"ptxls status: {payload}")
+    ls.log_message(f"ptxls status: {status_line(payload)}")
+
+
+def status_line(payload: dict) -> str:
+    """The status in words for the log: 'ptxas 13.0 (wheel), sm_90, no GPU (why), LLM: m'."""
+    gpu = payload["gpu"] or f"no GPU ({payload['gpuReason'] or 'none found'})"
+    llm = payload["llmModel"]
+    llm_text = f"LLM {llm} at {payload['llmHost']}" if llm and payload["llmHost"] else "no LLM"
+    ptxas = f"ptxas {payload['ptxas']}" if payload["ptxas"] else "no ptxas"
+    return f"{ptxas}, {payload['arch']}, {gpu}, {llm_text}"
 
 
 def on_initialized(ls: PtxlsServer) -> None:
