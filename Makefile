@@ -22,6 +22,7 @@ test: setup
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+	$(BIN)/python scripts/typecheck.py
 
 bench: setup
 	$(BIN)/python bench/diagnostics_latency.py

@@ -178,7 +178,7 @@ def _split_top_level(text: str, sep: str = ",") -> list[str]:
 def parse_params(text: str) -> list[CudaParam]:
     """The parameters of a signature's parentheses (``float* a, int n = 4``). ``void`` and an
     empty list give none; an unnamed parameter is named ``argN`` after its position."""
-    params = []
+    params: list[CudaParam] = []
     for raw in _split_top_level(blank_comments(text)):
         written = " ".join(raw.split())
         if not written or written == "void":

@@ -197,7 +197,8 @@ class _Scanner:
     def _end_statement(self, i: int, in_body: bool) -> None:
         start = self.stmt_start
         complete = in_body and start is not None and self.operand_braces == 0
-        if complete and self.text[start] != "." and self.stmt_line != self.last_line:
+        new_line = self.stmt_line != self.last_line
+        if complete and start is not None and self.text[start] != "." and new_line:
             self.starts.append((start, self.stmt_line))
             self.last_line = self.stmt_line
         if self.operand_braces == 0:

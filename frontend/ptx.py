@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -68,7 +69,8 @@ class _LazySpan:
     __slots__ = ("_t", "_start", "_end", "_span")
 
     def __init__(self, t: _Text, start: int, end: int) -> None:
-        self._t, self._start, self._end, self._span = t, start, end, None
+        self._t, self._start, self._end = t, start, end
+        self._span: Span | None = None
 
     def get(self) -> Span:
         if self._span is None:
@@ -418,7 +420,7 @@ def _parse_function(
     return func, resume
 
 
-def _statements(clean: str, start: int, end: int):
+def _statements(clean: str, start: int, end: int) -> Iterator[tuple[int, str]]:
     """(offset, text) of each statement between start and end, split at ';', '{' and '}'.
 
     Vector operands ``{%r1, %r2}`` sit inside an instruction, so a '{' that follows an operand
@@ -517,7 +519,9 @@ def _parse_body(clean: str, t: _Text, start: int, end: int, func: PtxFunction) -
 _LINE_DIRECTIVES = (".version", ".target", ".address_size")
 
 
-def _parse_module_decls(clean: str, t: _Text, mod: PtxModule, bodies: list[tuple[int, int]]):
+def _parse_module_decls(
+    clean: str, t: _Text, mod: PtxModule, bodies: list[tuple[int, int]]
+) -> None:
     """Module-scope variables (.global/.shared/.const) outside every function."""
     cursor = 0
     outside: list[tuple[int, int]] = []

@@ -145,7 +145,7 @@ def parse_sanitizer_output(text: str, tool: str = "") -> SanitizerReport:
 
 def group_records(records: list[SanitizerRecord], keep: int = 4) -> list[RecordGroup]:
     """One group per (kind, space, access, instruction offsets), in first-seen order."""
-    groups: dict[tuple, RecordGroup] = {}
+    groups: dict[tuple[object, ...], RecordGroup] = {}
     for r in records:
         key = (r.tool, r.kind, r.space, r.access, r.hazard_type if r.kind == HAZARD else "",
                tuple((loc.function, loc.offset, loc.line) for loc in r.locations),

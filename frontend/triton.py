@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 # Triton's scalar type names (the spelling ASTSource's signature takes); a leading '*' makes a
@@ -148,7 +149,7 @@ def _read_tree(tree: ast.Module, text: str) -> TritonFile:
     return found
 
 
-def _functions(tree: ast.Module):
+def _functions(tree: ast.Module) -> Iterator[tuple[ast.FunctionDef, bool]]:
     """(function node, nested?) for every function, module-level ones first in file order."""
     for stmt in tree.body:
         if isinstance(stmt, ast.FunctionDef):
@@ -266,7 +267,9 @@ def _read_params(node: ast.FunctionDef) -> list[TritonParam]:
     return params
 
 
-def _read_decorators(node: ast.FunctionDef, kernel: TritonKernel, text_of) -> None:
+def _read_decorators(
+    node: ast.FunctionDef, kernel: TritonKernel, text_of: Callable[[ast.AST], str]
+) -> None:
     for d in node.decorator_list:
         kernel.decorators.append(text_of(d))
         name = _decorator_name(d)
@@ -406,7 +409,9 @@ def read_directive(lines: list[str], above: int, kernel: TritonKernel | None = N
     return found
 
 
-def _directive_item(item, ln, found: Directive, names, kernel) -> None:
+def _directive_item(
+    item: str, ln: int, found: Directive, names: set[str] | None, kernel: TritonKernel | None
+) -> None:
     name, eq, value = item.partition("=")
     if not eq or not name.isidentifier() or not value:
         found.problems.append(Problem(f"ptxls: signature: '{item}' is not NAME=TYPE", ln))
@@ -509,7 +514,7 @@ class TritonBuild:
     options: dict[str, int]  # num_warps, num_stages
     notes: list[str] = field(default_factory=list)  # where the signature came from
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         return {
             "kernel": self.kernel,
             "file_name": self.file_name,
@@ -711,7 +716,14 @@ def _refusals(found: TritonFile, functions: list[TritonKernel]) -> list[Problem]
     return problems
 
 
-def _recipe(found, text, kernel, functions, sig: Signature, file_name: str) -> TritonBuild:
+def _recipe(
+    found: TritonFile,
+    text: str,
+    kernel: TritonKernel,
+    functions: list[TritonKernel],
+    sig: Signature,
+    file_name: str,
+) -> TritonBuild:
     lines = text.splitlines()
     keep = [""] * len(lines)
     for f in functions:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,7 +85,9 @@ def listing_args(disassembler: Disassembler, cubin_path: str) -> list[str]:
     return [disassembler.tool.path, "-sass", cubin_path]
 
 
-async def _run_on_cubin(args_for, cubin: bytes, timeout: float) -> ProcessResult:
+async def _run_on_cubin(
+    args_for: Callable[[str], list[str]], cubin: bytes, timeout: float
+) -> ProcessResult:
     with tempfile.TemporaryDirectory(prefix="ptxls-sass-") as tmp:
         path = Path(tmp) / "kernel.cubin"
         path.write_bytes(cubin)

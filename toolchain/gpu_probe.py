@@ -16,6 +16,7 @@ import functools
 import json
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class GpuInfo:
     def max_ptx_isa(self) -> tuple[int, int] | None:
         return max_isa_for_driver(self.driver_version) if self.driver_version else None
 
-    def device_dict(self) -> dict:
+    def device_dict(self) -> dict[str, object]:
         """The device as the GPU-test worker reports it (hello, and every result)."""
         return {
             "name": self.name,
@@ -52,11 +53,11 @@ class GpuInfo:
         }
 
 
-def read_device(cu, ordinal: int = 0) -> GpuInfo:  # cuda.bindings.driver
+def read_device(cu: Any, ordinal: int = 0) -> GpuInfo:  # cu: cuda.bindings.driver (untyped)
     """Device ``ordinal`` and the driver, asked of ``cu`` (cuda.bindings.driver, after cuInit).
     A failing call raises RuntimeError naming it."""
 
-    def ask(call: str, *args):
+    def ask(call: str, *args: Any) -> Any:
         err, *out = getattr(cu, call)(*args)
         if err != cu.CUresult.CUDA_SUCCESS:
             _, name = cu.cuGetErrorName(err)
@@ -141,7 +142,7 @@ def probe_gpu(timeout: float = 30.0) -> GpuInfo:
     return GpuInfo(**data)
 
 
-def _child() -> dict:
+def _child() -> dict[str, Any]:
     """What ``probe_gpu``'s child prints: the GpuInfo's fields, or {"error": "Type: message"}."""
     try:
         from cuda.bindings import driver as cu

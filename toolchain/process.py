@@ -23,6 +23,7 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass
+from typing import IO, cast
 
 MAX_OUTPUT_BYTES = 4 << 20  # per stream; ptxas's errors for a 100k-line file fit many times
 _CHUNK = 1 << 16
@@ -45,7 +46,7 @@ class ProcessResult:
 
 
 # Compilers still running when the server exits (the editor closed mid-check) die with it.
-_LIVE: set[subprocess.Popen] = set()
+_LIVE: set[subprocess.Popen[bytes]] = set()
 _LIVE_LOCK = threading.Lock()
 
 
@@ -57,7 +58,7 @@ def _kill_all() -> None:
         _kill(proc)
 
 
-def _kill(proc: subprocess.Popen) -> None:
+def _kill(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL the tool's whole process group (it is the leader of its own session)."""
     with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
         os.killpg(proc.pid, signal.SIGKILL)
@@ -65,7 +66,7 @@ def _kill(proc: subprocess.Popen) -> None:
         proc.kill()
 
 
-def _start(args: list[str], cwd: str | None, env: dict | None) -> subprocess.Popen:
+def _start(args: list[str], cwd: str | None, env: dict[str, str] | None) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
         args,
         stdin=subprocess.DEVNULL,
@@ -81,12 +82,14 @@ def _start(args: list[str], cwd: str | None, env: dict | None) -> subprocess.Pop
 
 
 def _drain(
-    proc: subprocess.Popen, timeout: float, cap: int, stop: threading.Event
+    proc: subprocess.Popen[bytes], timeout: float, cap: int, stop: threading.Event
 ) -> tuple[bytes, bytes, bool, int]:
     """Read both pipes (capped) until EOF, the deadline, or ``stop``; then reap the process and
     kill what is left of its group. Returns (stdout, stderr, timed_out, dropped bytes)."""
     deadline = time.monotonic() + timeout
-    kept = {proc.stdout: bytearray(), proc.stderr: bytearray()}
+    out_pipe, err_pipe = proc.stdout, proc.stderr
+    assert out_pipe is not None and err_pipe is not None  # both are PIPE (_start)
+    kept: dict[IO[bytes], bytearray] = {out_pipe: bytearray(), err_pipe: bytearray()}
     dropped = 0
     timed_out = False
     exited_at: float | None = None
@@ -115,7 +118,7 @@ def _drain(
                 if not data:
                     sel.unregister(key.fileobj)
                     continue
-                buf = kept[key.fileobj]
+                buf = kept[cast(IO[bytes], key.fileobj)]
                 room = cap - len(buf)
                 if room > 0:
                     buf += data[:room]
@@ -138,10 +141,17 @@ def _drain(
             pipe.close()
     with _LIVE_LOCK:
         _LIVE.discard(proc)
-    return bytes(kept[proc.stdout]), bytes(kept[proc.stderr]), timed_out, dropped
+    return bytes(kept[out_pipe]), bytes(kept[err_pipe]), timed_out, dropped
 
 
-def _result(proc, out, err, timed_out, dropped, started) -> ProcessResult:
+def _result(
+    proc: subprocess.Popen[bytes],
+    out: bytes,
+    err: bytes,
+    timed_out: bool,
+    dropped: int,
+    started: float,
+) -> ProcessResult:
     seconds = time.monotonic() - started
     if timed_out:
         return ProcessResult(None, "", "", timed_out=True, seconds=seconds, dropped_bytes=dropped)
@@ -162,7 +172,7 @@ def run_capped(
     *,
     timeout: float,
     cwd: str | None = None,
-    env: dict | None = None,
+    env: dict[str, str] | None = None,
     cap: int = MAX_OUTPUT_BYTES,
 ) -> ProcessResult:
     """The blocking form, for code already in a worker thread (tool discovery, version probes).
@@ -178,7 +188,7 @@ async def run_killable(
     *,
     timeout: float,
     cwd: str | None = None,
-    env: dict | None = None,
+    env: dict[str, str] | None = None,
     cap: int = MAX_OUTPUT_BYTES,
 ) -> ProcessResult:
     """Run to completion, or kill the whole process group on timeout or cancellation.

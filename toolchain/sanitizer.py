@@ -170,7 +170,7 @@ async def run_sanitizer(
     *,
     timeout: float,
     kernel: str | None = None,
-    env: dict | None = None,
+    env: dict[str, str] | None = None,
 ) -> tuple[ProcessResult, str]:
     """Run a one-shot ``program`` under ``tool`` as a killable process group. Returns the process
     result and the log text. Raises OSError only when the binary cannot be started."""

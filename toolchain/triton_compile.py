@@ -34,8 +34,12 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .process import ProcessResult, run_killable, scratch_name
+
+if TYPE_CHECKING:
+    from ptxls.frontend.triton import TritonBuild
 
 
 class UnsafeSource(Exception):
@@ -60,11 +64,11 @@ def check_definitions_only(source: str) -> ast.Module:
     return tree
 
 
-def _namespace(build: dict) -> dict:
+def _namespace(build: dict[str, Any]) -> dict[str, Any]:
     import triton
     import triton.language as tl
 
-    ns: dict = {"__name__": "ptxls_triton_kernel", "triton": triton, "tl": tl}
+    ns: dict[str, Any] = {"__name__": "ptxls_triton_kernel", "triton": triton, "tl": tl}
     for local, (module, attr) in build.get("imports", {}).items():
         if not (module == "triton" or module.startswith("triton.")):
             raise UnsafeSource(f"import of '{module}' refused: only triton modules are provided")
@@ -81,7 +85,7 @@ def _namespace(build: dict) -> dict:
     return ns
 
 
-def build_functions(build: dict) -> dict:
+def build_functions(build: dict[str, Any]) -> dict[str, Any]:
     """The ``@triton.jit`` functions of the build, made from its text alone (see the module
     docstring for why this runs no user code). Returns name -> JITFunction."""
     import triton
@@ -109,7 +113,7 @@ def target_arch(arch: str) -> int:
     return int(digits) if digits else 90
 
 
-def compile_to_ptx(build: dict, arch: int) -> dict:
+def compile_to_ptx(build: dict[str, Any], arch: int) -> dict[str, Any]:
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -151,7 +155,7 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _compile_error(e: Exception, build: dict) -> str:
+def _compile_error(e: Exception, build: dict[str, Any]) -> str:
     """Triton's CompilationError carries the source line; keep its text, shortened."""
     text = str(e).strip() or type(e).__name__
     lines = text.splitlines()
@@ -171,7 +175,7 @@ def source_name(file_path: str | None) -> str:
 
 def recipe_for(
     text: str, kernel: str, file_path: str | None, spec_types: dict[str, str] | None = None
-):  # -> (TritonBuild | None, why)
+) -> tuple[TritonBuild | None, str]:
     """The build of ``kernel`` from the source alone (``frontend/triton.py``), or the message
     that says why not (one problem per line, with its line number)."""
     from ptxls.frontend.triton import build_recipe, read_triton
@@ -191,7 +195,7 @@ class TritonCompile:
     ok: bool
     ptx: str = ""
     message: str = ""
-    metadata: dict | None = None
+    metadata: dict[str, Any] | None = None
     version: str = ""  # triton's version
     no_triton: bool = False
 
@@ -202,7 +206,7 @@ def triton_python() -> str:
 
 
 async def triton_to_ptx(
-    build: dict, *, arch: str = "sm_90", timeout: float = 120.0
+    build: dict[str, Any], *, arch: str = "sm_90", timeout: float = 120.0
 ) -> TritonCompile:
     """Compile in a fresh killable process. Never raises for a bad kernel: the message says."""
     with tempfile.TemporaryDirectory(prefix="ptxls-triton-") as tmp:
