@@ -132,3 +132,53 @@ def test_readme_config_gets_diagnostics_and_hover(tmp_path, marker, lowest, belo
     assert any(line.startswith("diag:28:21:") and "%r6" in line for line in seen), (where, seen)
     hover = next((line for line in seen if line.startswith("hover")), "")
     assert hover.startswith("hover:") and "fma" in hover.lower(), (where, seen)
+
+
+def _entry_line(text: str) -> int:
+    return next(n for n, line in enumerate(text.splitlines()) if ".entry" in line)
+
+
+@pytest.mark.nvim
+@pytest.mark.parametrize(("marker", "lowest", "below"), CONFIGS)
+def test_readme_config_code_action_opens_its_result_and_says_so(tmp_path, marker, lowest, below):
+    """The light bulb's rule in Neovim (issue 21): "Show SASS for this kernel", run from the
+    code action, opens the view it wrote (the server's window/showDocument) and says what it
+    did (window/showMessage)."""
+    config = _readme_config(marker)
+    found = _nvim_in(lowest, below)
+    if found is None:
+        reason = f"no Neovim {lowest[0]}.{lowest[1]} - <{below[0]}.{below[1]}"
+        if os.environ.get("PTXLS_REQUIRE_NVIM"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    nvim, version = found
+    (tmp_path / ".git").mkdir()  # the >= 0.11 config's root marker: the workspace is tmp_path
+    target = tmp_path / "vec_add.ptx"
+    shutil.copy(EXAMPLES / "vec_add.ptx", target)
+    server = f'"{sys.executable}", "-m", "ptxls.server", "serve"'
+    init = tmp_path / "init.lua"
+    init.write_text(
+        config.replace(README_SERVER_PATH, server)
+        + f"\ndofile({str(HERE / 'nvim' / 'action.lua')!r})\n"
+    )
+    out = tmp_path / "seen.txt"
+    env = {
+        **os.environ,
+        "PTXLS_NVIM_OUT": str(out),
+        "PTXLS_ACTION_LINE": str(_entry_line(target.read_text())),
+        "PTXLS_ACTION_TITLE": "Show SASS for this kernel",
+        "PTXLS_OPENED": r"%.sass%.txt$",
+        **{k: str(tmp_path / k.lower()) for k in ("XDG_CONFIG_HOME", "XDG_DATA_HOME",
+                                                  "XDG_STATE_HOME", "XDG_CACHE_HOME")},
+    }  # fmt: skip
+    proc = subprocess.run(
+        ["timeout", "90", nvim, "--headless", "--clean", "-u", str(init), str(target)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    where = f"nvim {version[0]}.{version[1]} ({nvim}), exit {proc.returncode}"
+    assert out.exists(), f"{where} recorded nothing: {proc.stderr[-2000:]}"
+    seen = out.read_text().splitlines()
+    view = tmp_path / ".ptxls" / "show" / "vec_add.sass.txt"
+    assert f"opened:{view}" in seen, (where, seen)
+    summary = next(line for line in seen if line.startswith("summary:"))[len("summary:") :]
+    assert f"message:3:ptxls: {summary}" in seen, (where, seen)  # 3: Info
