@@ -15,7 +15,8 @@ import { selectedInterpreter } from "./pythonExtension";
 import { chooseBaseInterpreter, explainPipFailure, type PythonProbe, probePython, progressFromPipLine, versionText } from "./pythonProbe";
 
 export const CREATE_COMMAND = "ptxls.createEnvironment";
-export const CREATE_LABEL = "Create a ptxls environment";
+// The button's label (short: a notification cuts long ones); the command is "Create a ptxls environment".
+export const CREATE_LABEL = "Create environment";
 const MARKER = "ptxls-bundled-wheel.txt";
 
 export type Place = "global" | "workspace";

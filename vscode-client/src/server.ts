@@ -16,9 +16,13 @@ import {
 import { readApiKey } from "./apiKey";
 import { existsSync } from "node:fs";
 import { bundledWheel, CREATE_LABEL, EnvironmentMaker, isStale, managedEnvironments } from "./environment";
+import { runAndPresent } from "./commandResults";
 import { checkServerCommand } from "./preflight";
 import { resolveServerCommand, SECTION, type ServerCommand } from "./settings";
 import type { FileStatus, ServerStatus, StatusBar } from "./statusBar";
+
+// Short enough that a notification's button shows it whole.
+const SELECT_LABEL = "Select interpreter";
 
 const DOCUMENT_SELECTOR = [
   { scheme: "file", language: "ptx" },
@@ -95,8 +99,9 @@ export class ServerManager implements vscode.Disposable {
       // The server pulls the `ptxls` section with workspace/configuration and is told
       // about changes with workspace/didChangeConfiguration.
       synchronize: { configurationSection: SECTION },
-      // This extension opens the files commands return (ptxls.showPtx, lowering), so the
-      // server need not also ask for them with window/showDocument.
+      // This extension presents what every server command returns (opens its file beside the
+      // source, says its summary; commandResults.ts), so the server need not also ask for them
+      // with window/showDocument and window/showMessage.
       // trustedWorkspace: VS Code's workspace trust, so the server runs a GPU test's numpy
       // reference outside its restricted language only in a trusted workspace.
       // appliesWorkspaceTrust: VS Code itself drops a workspace's values of the settings in
@@ -109,6 +114,11 @@ export class ServerManager implements vscode.Disposable {
       outputChannel: this.output,
       traceOutputChannel: this.traceChannel,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
+      middleware: {
+        // The light bulb's code actions and the code lenses run the server's commands through
+        // VS Code's command registry; they end like the palette's (progress, file, message).
+        executeCommand: (command, args) => runAndPresent(client, this.output, command, args),
+      },
     };
     const client = new LanguageClient("ptxls", "ptxls", serverOptions, clientOptions);
     // The server's status can arrive before start() resolves; never overwrite it with the
@@ -181,12 +191,13 @@ export class ServerManager implements vscode.Disposable {
       tried.push(preflight.kind === "no-ptxls" ? `${candidate.command} (${candidate.origin}) has no ptxls` : preflight.problem);
       this.output.appendLine(preflight.problem);
     }
+    // The expected first-run state, not an error: said calmly, the details in the log.
+    this.output.appendLine(`No Python environment with ptxls yet (tried: ${tried.join("; ") || "nothing"}).`);
     const problem =
-      `no Python environment with ptxls was found (${tried.join("; ")}). ` +
-      `"${CREATE_LABEL}" makes one for you (it needs Python 3.11+ and, once, the internet).`;
-    this.output.appendLine(problem);
+      `no ptxls environment yet. "${CREATE_LABEL}" makes one (Python 3.11+, the internet once), ` +
+      `or select an interpreter that has ptxls.`;
     this.statusBar.failed(problem);
-    void this.offerFix(problem, true);
+    void this.offerFix(problem, true, true);
     return undefined;
   }
 
@@ -262,17 +273,37 @@ export class ServerManager implements vscode.Disposable {
     return env;
   }
 
-  private async offerFix(problem: string, canCreate: boolean): Promise<void> {
-    const openSettings = "Set Python interpreter";
+  // `expected`: the first-run state (no environment yet) is information, a broken one an error.
+  private async offerFix(problem: string, canCreate: boolean, expected = false): Promise<void> {
+    const select = SELECT_LABEL;
     const showOutput = "Show output";
-    const buttons = canCreate ? [CREATE_LABEL, openSettings, showOutput] : [openSettings, showOutput];
-    const choice = await vscode.window.showErrorMessage(`ptxls: ${problem}`, ...buttons);
+    const buttons = canCreate ? [CREATE_LABEL, select, showOutput] : [select, showOutput];
+    const say = expected ? vscode.window.showInformationMessage : vscode.window.showErrorMessage;
+    const choice = await say(`ptxls: ${problem}`, ...buttons);
     if (choice === CREATE_LABEL) {
       await this.createEnvironment();
-    } else if (choice === openSettings) {
-      await vscode.commands.executeCommand("workbench.action.openSettings", "ptxls.server");
+    } else if (choice === select) {
+      await this.selectInterpreter();
     } else if (choice === showOutput) {
       this.output.show(true);
     }
   }
+
+  // The Python extension's interpreter picker when it is installed (its choice restarts the
+  // server: extension.ts); else a file picker whose choice becomes ptxls.server.pythonPath.
+  private async selectInterpreter(): Promise<void> {
+    if ((await vscode.commands.getCommands(true)).includes("python.setInterpreter")) {
+      await vscode.commands.executeCommand("python.setInterpreter");
+      return;
+    }
+    const picked = await vscode.window.showOpenDialog({
+      title: "ptxls: a Python interpreter with ptxls installed",
+      openLabel: "Use this interpreter",
+      canSelectMany: false,
+    });
+    if (picked?.[0]) {
+      await vscode.workspace.getConfiguration(SECTION).update("server.pythonPath", picked[0].fsPath, vscode.ConfigurationTarget.Global);
+    }
+  }
 }
+
