@@ -1,9 +1,10 @@
 """Instant in-process checks: only what is certain, so they never contradict ptxas.
 
-Each check is something ptxas would also reject: a module without ``.version``/``.target``,
+Each error is something ptxas would also reject: a module without ``.version``/``.target``,
 unbalanced braces, a register that no ``.reg`` (or other declaration) in scope names, a ``bra``
 to a label that does not exist in the function. Special registers (``%tid.x``, ``%clock64`` …) and
-anything we cannot judge are left alone.
+anything we cannot judge are left alone. The warnings come from ``frontend/ptx_dataflow.py``:
+legal PTX that cannot be complete (a register read that no write reaches, and the like).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 from dataclasses import replace
 
 from ptxls.frontend.ptx import PtxFunction, PtxModule, is_special_register, parse_ptx
+from ptxls.frontend.ptx_dataflow import check_dataflow
 
 from .model import Fix, Problem, Severity
 
@@ -70,8 +72,30 @@ def lint_ptx(text: str, module: PtxModule | None = None) -> list[Problem]:
     for func in module.functions:
         problems.extend(_undeclared_registers(func, module_names, module_ranges, lines))
         problems.extend(_unknown_labels(func))
+    problems.extend(_incomplete_kernels(text, module))
     problems.sort(key=lambda p: (p.line, p.col))
     return problems
+
+
+def _incomplete_kernels(text: str, module: PtxModule) -> list[Problem]:
+    """The dataflow check's findings as warnings: legal PTX (ptxas accepts a read of a register
+    nothing wrote) that cannot be what its author meant — a register read before any write
+    reaches it, pointers never stored through, a kernel with no effect, a pointer parameter
+    never loaded."""
+    if not module.entries:
+        return []
+    return [
+        Problem(
+            f.line,
+            f.col,
+            max(f.end_col, f.col + 1),
+            Severity.WARNING,
+            f.message,
+            SOURCE,
+            code=f.kind,
+        )  # fmt: skip
+        for f in check_dataflow(text, module)
+    ]
 
 
 class _Lines:

@@ -85,6 +85,7 @@ _STORES = _words("st red atom cp stmatrix sust sured multimem tensormap call wmm
 _REG = re.compile(r"%[A-Za-z_$][\w$]*")
 _SYMBOL = re.compile(r"(?<![\w$%.])[A-Za-z_$][\w$]*")
 _LABEL_AT_START = re.compile(r"\s*([A-Za-z_$][\w$]*)\s*:(?!:)")
+_LOC_LINES = re.compile(r"(?m)^[ \t]*\.(?:loc|file)\b[^\n]*")
 _LINE_DIRECTIVE = re.compile(r"\s*\.(?:loc|file)\b[^\n]*")
 _GUARD = re.compile(r"\s*@\s*(!?)\s*(%[A-Za-z_$][\w$]*)\s*")
 _OPCODE = re.compile(r"\s*([A-Za-z_][\w.:]*)")
@@ -490,7 +491,8 @@ def check_dataflow(
     try:
         if module is None:
             module, _ = parse_ptx(text)
-        clean = blank_comments(text)
+        # .loc/.file lines end without a ';': blanked, so a '{' after one opens a block
+        clean = _LOC_LINES.sub(lambda m: " " * len(m.group(0)), blank_comments(text))
         lines = _Lines(clean)
         found: list[Finding] = []
         for func in module.entries:

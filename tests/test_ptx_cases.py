@@ -92,9 +92,16 @@ def _render(p: Problem) -> str:
     return f"line {p.line} cols {p.col}-{p.end_col}: {p.severity.value} {p.code} {p.message!r}"
 
 
-def check(text: str, expect: list[Expect]) -> None:
-    """The instant checks find exactly ``expect`` in ``text``."""
+# The dataflow warnings (frontend/ptx_dataflow.py) have their cases in lints/; an isa/ case is
+# one instruction in a stub kernel, incomplete on purpose.
+DATAFLOW_CODES = ("read-before-write", "stores-through-no-pointer", "stores-nothing",
+                  "param-never-loaded")  # fmt: skip
+
+
+def check(text: str, expect: list[Expect], ignore: tuple[str, ...] = ()) -> None:
+    """The instant checks find exactly ``expect`` in ``text`` (codes in ``ignore`` aside)."""
     _, problems = instant_check(text)
+    problems = [p for p in problems if p.code not in ignore]
     unmatched = list(problems)
     missing = []
     for e in expect:
@@ -118,7 +125,11 @@ def _id(path: Path) -> str:
 @pytest.mark.parametrize("path", FILES, ids=_id)
 def test_case(path):
     text = path.read_text(encoding="utf-8")
-    check(text, read_expectations(text))
+    check(text, read_expectations(text), _ignored(path))
+
+
+def _ignored(path: Path) -> tuple[str, ...]:
+    return DATAFLOW_CODES if path.parent.name == "isa" else ()
 
 
 CLEAN_VARIANTS = [p for p in FILES if CLEAN_WITH.search(p.read_text(encoding="utf-8"))]
@@ -130,7 +141,7 @@ def test_case_is_clean_when_the_header_allows_it(path):
     version, target = CLEAN_WITH.search(text).groups()
     text = re.sub(r"^\.version \S+$", version, text, count=1, flags=re.M)
     text = re.sub(r"^\.target \S+$", target, text, count=1, flags=re.M)
-    check(text, [])
+    check(text, [], _ignored(path))
 
 
 # ---- ptxas agrees: every line a rejecting case annotates is an error for real ptxas

@@ -1,7 +1,7 @@
 """The dataflow completeness check (frontend/ptx_dataflow.py) on every corpus of real PTX the
 project has — no finding allowed — and on planted incomplete kernels — each must be found.
 
-Corpora: the library kernels (fewshot/kernels/*/kernel.ptx), nvcc -O3's PTX of every
+Corpora: the library kernels (fewshot/kernels/*/kernel.ptx), nvcc -O3's and -G's PTX of every
 reference.cu and examples/*.cu (the wheel's nvcc, run here), Triton's PTX of every kernel of
 examples/*triton*.py (compiled here by toolchain/triton_compile.py), the hand-written examples
 and tests/data/cheaters. Planted kernels: tests/data/dataflow/planted/*.ptx, each cut from
@@ -44,7 +44,8 @@ def test_no_finding_on_library_and_hand_written_ptx(path: Path):
     assert _shown(path, path.read_text()) == []
 
 
-def test_no_finding_on_nvcc_O3_ptx_of_every_cuda_source(tmp_path):
+@pytest.mark.parametrize("opt", ["-O3", "-G"], ids=["O3", "debug"])
+def test_no_finding_on_nvcc_ptx_of_every_cuda_source(opt, tmp_path):
     from ptxls.toolchain.discovery import find_nvcc
 
     try:
@@ -56,7 +57,7 @@ def test_no_finding_on_nvcc_O3_ptx_of_every_cuda_source(tmp_path):
         out = tmp_path / f"{cu.parent.name}-{cu.stem}.ptx"
         # sm_90a: hgemm_wgmma's reference uses wgmma
         run = subprocess.run(
-            [nvcc.path, "-ptx", "-O3", "-arch=sm_90a", "-o", str(out), str(cu)],
+            [nvcc.path, "-ptx", opt, "-arch=sm_90a", "-o", str(out), str(cu)],
             capture_output=True, text=True, timeout=300,
         )  # fmt: skip
         assert run.returncode == 0, f"{cu}: {run.stderr[-500:]}"
