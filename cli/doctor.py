@@ -10,6 +10,7 @@ from ptxls.toolchain.arch import choose_arch
 from ptxls.toolchain.disasm import find_cuobjdump, find_nvdisasm
 from ptxls.toolchain.discovery import ToolNotFound, all_tools, find_nvcc, find_ptxas
 from ptxls.toolchain.gpu_probe import probe_gpu
+from ptxls.toolchain.isolated import private_cwd, python_code_command
 from ptxls.toolchain.process import run_capped
 from ptxls.toolchain.sanitizer import find_sanitizer
 from ptxls.toolchain.triton_compile import triton_python
@@ -41,7 +42,12 @@ def _triton() -> dict:
         except PackageNotFoundError:
             return {"error": TRITON_MISSING, "python": python}
     try:
-        res = run_capped([python, "-c", _TRITON_VERSION], timeout=30, cap=64 << 10)
+        res = run_capped(
+            python_code_command(_TRITON_VERSION, python),
+            timeout=30,
+            cap=64 << 10,
+            cwd=private_cwd(),
+        )
     except OSError as e:
         return {"error": f"PTXLS_TRITON_PYTHON={python} could not start ({e})", "python": python}
     found = res.stdout.strip().splitlines()

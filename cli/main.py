@@ -6,13 +6,21 @@ what the terminal prints agree.
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import importlib
-import os
 import sys
 
-from .output_format import add_format_argument, chosen_format
+# `python -m ptxls.cli.main` put the folder it was started in first on sys.path (see
+# server/__main__.py): dropped before any other import, so a repository's argparse.py or
+# numpy.py is not imported. The `ptxls` script and `python -m ptxls.cli` never add it.
+_started_as_main = __name__ == "__main__" and sys.path and not sys.flags.safe_path
+if _started_as_main and sys.path[0] in ("", __import__("os").getcwd()):
+    del sys.path[0]
+
+import argparse  # noqa: E402
+import asyncio  # noqa: E402
+import importlib  # noqa: E402
+import os  # noqa: E402
+
+from .output_format import add_format_argument, chosen_format  # noqa: E402
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_CANNOT_RUN = 0, 1, 2
 

@@ -18,6 +18,9 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ptxls.toolchain import reaper
+from ptxls.toolchain.isolated import private_cwd, python_command
+
 START_TIMEOUT_S = 60.0  # interpreter + cuInit + context: ~0.8 s on the H200, more on a busy box
 
 
@@ -34,11 +37,15 @@ class WorkerReply:
     cases: list[dict] = field(default_factory=list)  # finished cases streamed before the reply
 
 
-def default_command() -> list[str]:
+def default_command(device: str = "gpu", environ: dict[str, str] | None = None) -> list[str]:
     """The worker runs under this interpreter, or under PTXLS_GPU_PYTHON: the Python of another
-    environment, for when cuda-python (or the driver's matching bindings) lives there."""
-    python = os.environ.get("PTXLS_GPU_PYTHON") or sys.executable
-    return [python, "-m", "ptxls.gputest.worker"]
+    environment, for when cuda-python (or the driver's matching bindings) lives there. Isolated
+    (``toolchain/isolated.py``): a repository's ``ptxls/``, ``numpy.py`` or ``cuda/`` in the folder
+    ptxls was started in is never imported in place of the installed ones."""
+    env = os.environ if environ is None else environ
+    python = env.get("PTXLS_GPU_PYTHON") or sys.executable
+    extra = ("--device", "cpu") if device == "cpu" else ()
+    return python_command("ptxls.gputest.worker", *extra, python=python, environ=env)
 
 
 class Supervisor:
@@ -47,7 +54,7 @@ class Supervisor:
     own_process_group = False
 
     def __init__(self, command: list[str] | None = None, env: dict[str, str] | None = None):
-        self.command = command or default_command()
+        self.command = command or default_command(environ=env)
         self.env = env
         self.proc: asyncio.subprocess.Process | None = None
         self.lock = asyncio.Lock()
@@ -72,7 +79,13 @@ class Supervisor:
             env=env,
             limit=1 << 24,  # replies carry whole results on one line
             start_new_session=self.own_process_group,
+            cwd=private_cwd(),  # never the user's folder (toolchain/isolated.py)
         )
+        # A killed server's watcher ends the worker too (toolchain/reaper.py).
+        if self.own_process_group:
+            reaper.watch_group(self.proc.pid)
+        else:
+            reaper.watch_pid(self.proc.pid)
         self.starts += 1
         self._stderr_tail = []
         self._stderr_task = asyncio.create_task(self._drain_stderr(self.proc))
@@ -97,6 +110,7 @@ class Supervisor:
                 os.killpg(proc.pid, signal.SIGKILL)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(proc.wait(), 10)
+        (reaper.forget_group if self.own_process_group else reaper.forget_pid)(proc.pid)
         if self._stderr_task:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._stderr_task, 2)

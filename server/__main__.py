@@ -4,8 +4,16 @@ Editors start this form (the VS Code client's default); ``ptxls serve`` from the
 same. The other commands live in ``ptxls.cli`` (``ptxls`` or ``python -m ptxls.cli``).
 """
 
-import argparse
 import sys
+
+# `python -m` put the folder it was started in first on sys.path: in a cloned repository that
+# would import its numpy.py, numpy/ or cuda/ in place of the installed ones. Drop it before any
+# other import. (A `ptxls/` there is imported by Python before this line runs: start the server
+# outside the project — the VS Code extension does — or as `ptxls serve` / `python -P -m ...`.)
+if sys.path and not sys.flags.safe_path and sys.path[0] in ("", __import__("os").getcwd()):
+    del sys.path[0]
+
+import argparse
 
 from .app import run_server
 

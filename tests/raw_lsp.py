@@ -23,9 +23,9 @@ def frame(payload: dict | bytes, length: int | None = None) -> bytes:
 
 
 class RawServer:
-    def __init__(self, env: dict | None = None, cwd: str | None = None):
+    def __init__(self, env: dict | None = None, cwd: str | None = None, command=None):
         self.proc = subprocess.Popen(
-            SERVER,
+            command or SERVER,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,12 +116,13 @@ def no_gpu_reason(error: str) -> str:
 @functools.lru_cache(maxsize=1)
 def probe_gpu(timeout: float = 30.0) -> GpuInfo:
     """This machine's GPU 0, asked once per process in a child (see the module docstring)."""
+    # Isolated, in a private folder: a workspace's cuda/ or numpy.py is never imported
+    from .isolated import private_cwd, python_command
     from .process import run_capped  # its whole process group is killed on timeout
 
-    # -P: the current directory (a workspace) is not put on the child's import path
-    command = [sys.executable, "-P", "-m", "ptxls.toolchain.gpu_probe"]
+    command = python_command("ptxls.toolchain.gpu_probe")
     try:
-        proc = run_capped(command, timeout=timeout)
+        proc = run_capped(command, timeout=timeout, cwd=private_cwd())
     except OSError as e:
         return GpuInfo(False, f"could not start the probe: {e}")
     if proc.timed_out:

@@ -25,6 +25,8 @@ import time
 from dataclasses import dataclass
 from typing import IO, cast
 
+from . import reaper
+
 MAX_OUTPUT_BYTES = 4 << 20  # per stream; ptxas's errors for a 100k-line file fit many times
 _CHUNK = 1 << 16
 # After the tool itself exited, how long its pipes may stay open (a child still writing).
@@ -78,6 +80,7 @@ def _start(args: list[str], cwd: str | None, env: dict[str, str] | None) -> subp
     )
     with _LIVE_LOCK:
         _LIVE.add(proc)
+    reaper.watch_group(proc.pid)  # a no-op unless the server started its watcher
     return proc
 
 
@@ -141,6 +144,7 @@ def _drain(
             pipe.close()
     with _LIVE_LOCK:
         _LIVE.discard(proc)
+    reaper.forget_group(proc.pid)
     return bytes(kept[out_pipe]), bytes(kept[err_pipe]), timed_out, dropped
 
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .isolated import python_command
 from .process import ProcessResult, run_killable, scratch_name
 
 if TYPE_CHECKING:
@@ -215,13 +216,10 @@ async def triton_to_ptx(
         env = dict(os.environ)
         env["TRITON_CACHE_DIR"] = str(Path(tmp) / "cache")
         env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # 3.9 warns when unset; 1 is its default
-        args = [
-            triton_python(),
-            "-m",
-            "ptxls.toolchain.triton_compile",
-            str(request),
-            str(result_path),
-        ]
+        # Isolated (toolchain/isolated.py); its working directory is the private scratch folder.
+        args = python_command(
+            "ptxls.toolchain.triton_compile", str(request), str(result_path), python=triton_python()
+        )
         try:
             run: ProcessResult = await run_killable(args, timeout=timeout, cwd=tmp, env=env)
         except OSError as e:

@@ -14,7 +14,8 @@ import {
   TransportKind,
 } from "vscode-languageclient/node";
 import { readApiKey } from "./apiKey";
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
+import * as os from "node:os";
 import { bundledWheel, CREATE_LABEL, EnvironmentMaker, isStale, managedEnvironments } from "./environment";
 import { runAndPresent } from "./commandResults";
 import { checkServerCommand } from "./preflight";
@@ -92,7 +93,10 @@ export class ServerManager implements vscode.Disposable {
       command: server.command,
       args: server.args,
       transport: TransportKind.stdio,
-      options: { env },
+      // Never the workspace folder: `python -m` puts its working directory first on sys.path, so
+      // a cloned repository's ptxls/ or numpy.py would be imported (SECURITY.md). The extension's
+      // own storage folder is private to this user (os.tmpdir() is shared).
+      options: { env, cwd: serverWorkingDirectory(this.context) },
     };
     const clientOptions: LanguageClientOptions = {
       documentSelector: DOCUMENT_SELECTOR,
@@ -307,3 +311,14 @@ export class ServerManager implements vscode.Disposable {
   }
 }
 
+/** The server's working directory: the extension's global storage folder (made if missing),
+ * else the home folder; never a workspace folder. */
+export function serverWorkingDirectory(context: vscode.ExtensionContext): string {
+  const dir = context.globalStorageUri.fsPath;
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    return dir;
+  } catch {
+    return os.homedir();
+  }
+}
