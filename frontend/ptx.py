@@ -453,6 +453,15 @@ def _statements(clean: str, start: int, end: int) -> Iterator[tuple[int, str]]:
         yield stmt_start, clean[stmt_start:end]
 
 
+def split_statements(
+    clean: str, start: int = 0, end: int | None = None
+) -> Iterator[tuple[int, str]]:
+    """(offset, text) of each statement of a comment-blanked text (see ``blank_comments``)
+    between start and end: split at ';' and at block braces, vector operands kept whole. The
+    emulator decodes function bodies with it."""
+    return _statements(clean, start, len(clean) if end is None else end)
+
+
 def _parse_decl(stmt: str, offset: int, t: _Text, kind: str) -> list[Decl]:
     """Declared names of a ``.reg .b32 %r<5>, %x;`` style statement."""
     decls = []

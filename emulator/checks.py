@@ -1,0 +1,160 @@
+"""What the emulator checks on every access, and the findings it writes.
+
+Findings are kept one per (kind, line, buffer): the first thread is named, ``count`` says how
+many threads (or bytes) hit the same problem there — the same grouping a person wants from
+compute-sanitizer's per-thread lines.
+
+Shared-memory races are found per byte between barriers: each byte keeps its last writer
+(thread), its last readers (warp, or "several warps"), and the block's barrier epoch at the time;
+an access that meets a write — or, for a write, a read — of the same epoch by another warp is a
+race. Accesses by lanes of one warp are not compared (warp-synchronous code orders them with
+``bar.warp.sync``/``shfl.sync``, which this model does not track), as compute-sanitizer's racecheck
+also reports hazards between warps only."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import errors as E
+
+MAX_FINDINGS = 200
+
+
+class Checks:
+    def __init__(self, function: str = "") -> None:
+        self.function = function
+        self.findings: list[E.Finding] = []
+        self._by_key: dict[tuple, E.Finding] = {}
+        self.instr_text: dict[int, tuple[int, str]] = {}  # pc -> (line, text)
+
+    def add(
+        self,
+        kind: str,
+        pc: int,
+        message: str,
+        wave=None,
+        thread: int | None = None,
+        count: int = 1,
+        key_extra: str = "",
+        **fields,
+    ) -> E.Finding | None:
+        line, text = self.instr_text.get(pc, (None, ""))
+        key = (kind, line, key_extra or fields.get("buffer", ""))
+        f = self._by_key.get(key)
+        if f is not None:
+            f.count += count
+            return f
+        if len(self.findings) >= MAX_FINDINGS:
+            return None
+        f = E.Finding(kind, line, message, self.function, text, count=count, **fields)
+        if wave is not None and thread is not None:
+            f.block = wave.block_of(thread)
+            f.thread = wave.tid_of(thread)
+        self._by_key[key] = f
+        self.findings.append(f)
+        return f
+
+    # ---- registers
+
+    def uninit_register(self, wave, reg: str, pc: int, threads: np.ndarray) -> None:
+        self.add(
+            E.UNINIT_REGISTER, pc,
+            f"register {reg} is read before any instruction wrote it (on this thread's path)",
+            wave, int(threads[0]), count=int(threads.size), key_extra=reg, space="register",
+            access="read",
+        )  # fmt: skip
+
+
+class SharedTracker:
+    """Per-byte bookkeeping of one wave's shared memory: written at all (initcheck), last
+    writer and readers since the block's last barrier (racecheck)."""
+
+    def __init__(self, nbytes: int, nblocks: int, block_bytes: int) -> None:
+        self.block_bytes = max(block_bytes, 1)
+        self.written = np.zeros(nbytes, dtype=bool)
+        self.w_thread = np.full(nbytes, -1, dtype=np.int64)
+        self.w_epoch = np.full(nbytes, -1, dtype=np.int32)
+        self.w_line = np.zeros(nbytes, dtype=np.int32)
+        self.r_warp = np.full(nbytes, -1, dtype=np.int64)  # -2: readers in several warps
+        self.r_epoch = np.full(nbytes, -1, dtype=np.int32)
+        self.epoch = np.zeros(nblocks, dtype=np.int32)
+
+    def barrier(self, slots: np.ndarray) -> None:
+        self.epoch[slots] += 1
+
+    def read(
+        self, wave, byte_idx: np.ndarray, threads: np.ndarray, pc: int, line: int, describe
+    ) -> None:
+        checks = wave.checks
+        unwritten = ~self.written[byte_idx]
+        if unwritten.any():
+            i = int(np.argmax(unwritten))
+            checks.add(
+                E.UNINIT_SHARED, pc,
+                f"shared memory read before any thread wrote it ({describe(int(byte_idx[i]))})",
+                wave, int(threads[i]), count=int(unwritten.sum()), space="shared",
+                access="read", address=int(byte_idx[i]) % self.block_bytes,
+                buffer=describe(int(byte_idx[i]), name_only=True),
+            )  # fmt: skip
+        ep = self.epoch[byte_idx // self.block_bytes]
+        warp = wave.gwarp[threads]
+        wt = self.w_thread[byte_idx]
+        raw = (self.w_epoch[byte_idx] == ep) & (wt >= 0)
+        if raw.any():
+            raw &= wave.gwarp[np.maximum(wt, 0)] != warp
+            if raw.any():
+                i = int(np.argmax(raw))
+                self._race(wave, "read-after-write", byte_idx[i], threads[i], int(wt[i]), pc,
+                           int(self.w_line[byte_idx[i]]), int(raw.sum()), describe)  # fmt: skip
+        same = self.r_epoch[byte_idx] == ep
+        prev = self.r_warp[byte_idx]
+        many = same & (prev != -1) & (prev != warp)
+        self.r_warp[byte_idx] = np.where(many | (same & (prev == -2)), -2, warp)
+        self.r_epoch[byte_idx] = ep
+
+    def write(
+        self, wave, byte_idx: np.ndarray, threads: np.ndarray, pc: int, line: int, describe
+    ) -> None:
+        ep = self.epoch[byte_idx // self.block_bytes]
+        warp = wave.gwarp[threads]
+        wt = self.w_thread[byte_idx]
+        waw = (self.w_epoch[byte_idx] == ep) & (wt >= 0)
+        if waw.any():
+            waw &= wave.gwarp[np.maximum(wt, 0)] != warp
+            if waw.any():
+                i = int(np.argmax(waw))
+                self._race(wave, "write-after-write", byte_idx[i], threads[i], int(wt[i]), pc,
+                           int(self.w_line[byte_idx[i]]), int(waw.sum()), describe)  # fmt: skip
+        rw = self.r_warp[byte_idx]
+        war = (self.r_epoch[byte_idx] == ep) & ((rw == -2) | ((rw >= 0) & (rw != warp)))
+        if war.any():
+            i = int(np.argmax(war))
+            self._race(wave, "write-after-read", byte_idx[i], threads[i], None, pc, None,
+                       int(war.sum()), describe)  # fmt: skip
+        if byte_idx.size > 1:  # two warps writing the same bytes in this one instruction
+            order = np.argsort(byte_idx, kind="stable")
+            b, w = byte_idx[order], warp[order]
+            dup = (b[1:] == b[:-1]) & (w[1:] != w[:-1])
+            if dup.any():
+                i = int(np.argmax(dup))
+                self._race(wave, "write-after-write", b[i], threads[order[i + 1]],
+                           int(threads[order[i]]), pc, line, int(dup.sum()), describe)  # fmt: skip
+        self.written[byte_idx] = True
+        self.w_thread[byte_idx] = threads
+        self.w_epoch[byte_idx] = ep
+        self.w_line[byte_idx] = line
+        self.r_epoch[byte_idx] = -1
+        self.r_warp[byte_idx] = -1
+
+    def _race(self, wave, what, byte, thread, other, pc, other_line, count, describe) -> None:
+        f = wave.checks.add(
+            E.SHARED_RACE, pc,
+            f"shared-memory race ({what}) on {describe(int(byte))}: no barrier between the two "
+            "accesses of different warps",
+            wave, int(thread), count=count, space="shared",
+            access="read" if what.startswith("read") else "write",
+            address=int(byte) % self.block_bytes, buffer=describe(int(byte), name_only=True),
+        )  # fmt: skip
+        if f is not None and f.other_thread is None and other is not None and other >= 0:
+            f.other_thread = wave.tid_of(other)
+            f.other_line = other_line

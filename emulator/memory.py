@@ -1,0 +1,168 @@
+"""Global memory: one flat byte space with named allocations, every access bounds-checked.
+
+Addresses look like a GPU's (they start at ``BASE``), allocations are 256-byte aligned with a
+gap between them, so an access past the end of one buffer lands in no buffer and is reported
+with the buffer it came nearest to. Reads and writes of many lanes at once are numpy gathers
+and scatters over the byte array (viewed as the access type where every lane is aligned)."""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+import numpy as np
+
+BASE = 0x7F00_0000_0000
+ALIGN = 256
+GAP = 256  # unmapped bytes after each allocation: an overrun is out of bounds, not a neighbour
+
+
+@dataclass
+class Allocation:
+    name: str
+    addr: int
+    nbytes: int
+    live: bool = True
+
+
+class Memory:
+    """``alloc(nbytes, name) -> addr``, ``free(addr)``, ``write(addr, bytes)``,
+    ``read(addr, n) -> bytes``; ``allocation_at(addr)`` names a buffer for a report."""
+
+    def __init__(self, capacity: int = 1 << 20) -> None:
+        self.data = np.zeros(capacity, dtype=np.uint8)
+        self.top = 0  # next free offset
+        self.allocs: list[Allocation] = []
+        self._starts: list[int] = []
+        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    # ---- host side
+
+    def alloc(self, nbytes: int, name: str = "") -> int:
+        nbytes = int(nbytes)
+        if nbytes < 0:
+            raise ValueError("negative allocation size")
+        off = (self.top + ALIGN - 1) // ALIGN * ALIGN
+        need = off + max(nbytes, 1) + GAP
+        if need > self.data.size:
+            cap = self.data.size
+            while cap < need:
+                cap *= 2
+            grown = np.zeros(cap, dtype=np.uint8)
+            grown[: self.data.size] = self.data
+            self.data = grown
+        self.top = off + max(nbytes, 1) + GAP
+        addr = BASE + off
+        self.allocs.append(Allocation(name or f"buffer{len(self.allocs)}", addr, nbytes))
+        self._starts.append(addr)
+        self._arrays = None
+        return addr
+
+    def free(self, addr: int) -> None:
+        a = self.allocation_at(addr)
+        if a is None or a.addr != addr or not a.live:
+            raise ValueError(f"free of {addr:#x}: not the start of a live allocation")
+        a.live = False
+        self._arrays = None
+
+    def name(self, addr: int, name: str) -> None:
+        a = self.allocation_at(addr)
+        if a is not None:
+            a.name = name
+
+    def _offset(self, addr: int, n: int) -> int:
+        off = int(addr) - BASE
+        if off < 0 or off + n > self.data.size:
+            raise ValueError(f"address {addr:#x} (+{n}) is outside the emulator's memory")
+        return off
+
+    def write(self, addr: int, data: bytes | bytearray | memoryview | np.ndarray) -> None:
+        buf = (
+            np.frombuffer(bytes(data), dtype=np.uint8)
+            if not isinstance(data, np.ndarray)
+            else (np.ascontiguousarray(data).view(np.uint8).reshape(-1))
+        )
+        off = self._offset(addr, buf.size)
+        self.data[off : off + buf.size] = buf
+
+    def read(self, addr: int, n: int) -> bytes:
+        off = self._offset(addr, n)
+        return self.data[off : off + n].tobytes()
+
+    def view(self, addr: int, n: int) -> np.ndarray:
+        """The bytes themselves (no copy), for callers that fill or compare large buffers."""
+        off = self._offset(addr, n)
+        return self.data[off : off + n]
+
+    def memset(self, addr: int, value: int, n: int) -> None:
+        off = self._offset(addr, n)
+        self.data[off : off + n] = value & 0xFF
+
+    def allocation_at(self, addr: int) -> Allocation | None:
+        i = bisect.bisect_right(self._starts, int(addr)) - 1
+        if i < 0:
+            return None
+        a = self.allocs[i]
+        return a if addr < a.addr + max(a.nbytes, 1) else None
+
+    def nearest(self, addr: int) -> Allocation | None:
+        """The allocation an out-of-bounds address most likely meant (the one just below)."""
+        i = bisect.bisect_right(self._starts, int(addr)) - 1
+        return self.allocs[i] if i >= 0 else (self.allocs[0] if self.allocs else None)
+
+    # ---- device side (many lanes)
+
+    def _tables(self):
+        if self._arrays is None:
+            starts = np.array([a.addr for a in self.allocs], dtype=np.uint64)
+            ends = np.array([a.addr + a.nbytes for a in self.allocs], dtype=np.uint64)
+            live = np.array([a.live for a in self.allocs], dtype=bool)
+            self._arrays = (starts, ends, live)
+        return self._arrays
+
+    def bad_lanes(self, addr: np.ndarray, size: int) -> np.ndarray | None:
+        """Which lanes' accesses [addr, addr+size) are not inside one live allocation; None
+        when every lane is fine (the common case, decided from the min and max alone)."""
+        if addr.size == 0:
+            return None
+        starts, ends, live = self._tables()
+        if starts.size == 0:
+            return np.ones(addr.shape, dtype=bool)
+        lo, hi = addr.min(), addr.max()
+        i = int(np.searchsorted(starts, lo, side="right")) - 1
+        if i >= 0 and live[i] and hi + np.uint64(size) <= ends[i]:
+            return None
+        j = np.searchsorted(starts, addr, side="right").astype(np.int64) - 1
+        jc = np.maximum(j, 0)
+        ok = (j >= 0) & live[jc] & (addr + np.uint64(size) <= ends[jc])
+        return ~ok
+
+    def gather(self, addr: np.ndarray, dt) -> np.ndarray:
+        """Values of type dt at each (in-bounds) address."""
+        dt = np.dtype(dt)
+        off = addr.astype(np.int64) - BASE
+        size = dt.itemsize
+        if size == 1:
+            return self.data[off].view(dt)
+        if not np.any(off & (size - 1)):
+            return (
+                self.data.view(dt)[off // size]
+                if self.data.size % size == 0
+                else (self.data[: self.data.size // size * size].view(dt)[off // size])
+            )
+        idx = off[:, None] + np.arange(size)
+        return self.data[idx].reshape(-1).view(dt)
+
+    def scatter(self, addr: np.ndarray, values: np.ndarray) -> None:
+        values = np.ascontiguousarray(values)
+        dt = values.dtype
+        size = dt.itemsize
+        off = addr.astype(np.int64) - BASE
+        if size == 1:
+            self.data[off] = values.view(np.uint8)
+            return
+        if not np.any(off & (size - 1)) and self.data.size % size == 0:
+            self.data.view(dt)[off // size] = values
+            return
+        idx = off[:, None] + np.arange(size)
+        self.data[idx] = values.view(np.uint8).reshape(-1, size)

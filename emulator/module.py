@@ -1,0 +1,159 @@
+"""``emulator.load``: decode a PTX module, bind every instruction to its handler (refusing what
+is not implemented, before any launch), and lay out its variables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import ops_control, ops_convert, ops_float, ops_int, ops_mem, ops_mma, ops_warp  # noqa: F401
+from .decode import Function, Program, Var, decode
+from .errors import Refused
+from .memory import Memory
+from .ops_common import HANDLERS, PREPARE
+
+# Instructions that are read but whose absence of effect is exact in this model.
+_NO_EFFECT = {"fence", "membar", "prefetch", "prefetchu", "nanosleep", "pmevent", "discard",
+              "applypriority", "griddepcontrol", "setmaxnreg"}  # fmt: skip
+# Instructions refused with the reason (the rest: "not implemented").
+_WHY = {
+    "wgmma": "warpgroup MMA (wgmma) is not emulated",
+    "tex": "texture fetches are not emulated",
+    "tld4": "texture fetches are not emulated",
+    "txq": "texture queries are not emulated",
+    "suld": "surface loads are not emulated",
+    "sust": "surface stores are not emulated",
+    "sured": "surface reductions are not emulated",
+    "suq": "surface queries are not emulated",
+    "mbarrier": "mbarrier objects (asynchronous barriers) are not emulated",
+    "tcgen05": "5th-generation tensor core instructions are not emulated",
+    "stmatrix": "stmatrix is not emulated",
+    "multimem": "multimem instructions are not emulated",
+    "tensormap": "tensor maps (TMA) are not emulated",
+    "call": ".func calls are not emulated yet",
+    "vote": "",
+}
+
+
+def _bind(func: Function) -> None:
+    for ins in func.instrs:
+        op = ins.op
+        if op == "cp" and any(m in ("commit_group", "wait_group", "wait_all") for m in ins.mods):
+            ins.run = HANDLERS["fence"]
+            continue
+        if op == "cp" and "async" not in ins.mods:
+            raise Refused(ins.text, ins.line, f"{op}.{'.'.join(ins.mods)} is not emulated")
+        if op in _NO_EFFECT:
+            ins.run = HANDLERS["fence"]
+            continue
+        h = HANDLERS.get(op)
+        if h is None:
+            why = _WHY.get(op) or f"the instruction '{op}' is not emulated"
+            raise Refused(ins.text, ins.line, why)
+        prep = PREPARE.get(op)
+        if prep is not None:
+            try:
+                prep(ins)
+            except Refused:
+                raise
+            except Exception as e:  # a malformed instruction: refuse it, with the reason
+                raise Refused(ins.text, ins.line, f"cannot be read: {e}") from None
+        ins.run = h
+
+
+@dataclass
+class KernelLayout:
+    shared_vars: list[tuple[str, int, int]]  # (name, offset, bytes); extern arrays last
+    shared_static: int
+    extern_shared_at: int | None
+    local_vars: list[tuple[str, int, int]]
+    local_size: int
+
+
+def _align(x: int, a: int) -> int:
+    return (x + a - 1) // a * a
+
+
+class EmuModule:
+    def __init__(self, text: str) -> None:
+        self.program: Program = decode(text)
+        for f in self.program.functions.values():
+            _bind(f)
+        self.memory = Memory()
+        self._bound: dict[int, dict[str, int]] = {}
+        self._bound_memories: list[Memory] = []
+        self.bind(self.memory)
+
+    @property
+    def kernels(self) -> list[str]:
+        return [f.name for f in self.program.functions.values() if f.is_entry]
+
+    def kernel(self, name: str) -> Function:
+        f = self.program.functions.get(name)
+        if f is None or not f.is_entry:
+            raise KeyError(
+                f"no kernel named {name!r} (kernels: {', '.join(self.kernels) or 'none'})"
+            )
+        return f
+
+    # ---- module variables in a memory
+
+    def bind(self, memory: Memory) -> dict[str, int]:
+        """Allocate (once per memory) the module's .global/.const variables, initialised."""
+        key = id(memory)
+        if key in self._bound and any(m is memory for m in self._bound_memories):
+            return self._bound[key]
+        addrs = {}
+        for v in self.program.globals:
+            if v.space in ("global", "const") and not v.extern:
+                a = memory.alloc(max(v.size, 1), name=v.name)
+                if v.init:
+                    memory.write(a, v.init)
+                addrs[v.name] = a
+        self._bound[key] = addrs
+        self._bound_memories.append(memory)
+        return addrs
+
+    def global_address(self, name: str, memory: Memory | None = None) -> int:
+        addrs = self.bind(memory or self.memory)
+        if name not in addrs:
+            raise KeyError(f"no module-level .global/.const variable {name!r}")
+        return addrs[name]
+
+    def layout(self, func: Function) -> KernelLayout:
+        shared: list[tuple[str, int, int]] = []
+        off = 0
+        externs: list[Var] = []
+        svars = [v for v in self.program.globals if v.space == "shared"] + [
+            v for v in func.vars if v.space == "shared"
+        ]
+        for v in svars:
+            if v.extern and v.size == 0:
+                externs.append(v)
+                continue
+            off = _align(off, v.align)
+            shared.append((v.name, off, v.size))
+            off += v.size
+        extern_at = None
+        if externs:
+            extern_at = _align(off, max(max(v.align for v in externs), 16))
+            for v in externs:
+                shared.append((v.name, extern_at, 0))
+        static = _align(off, 16)
+        loff = 0
+        local = []
+        for v in func.vars:
+            if v.space == "local":
+                loff = _align(loff, v.align)
+                local.append((v.name, loff, v.size))
+                loff += v.size
+        return KernelLayout(shared, static, extern_at, local, _align(loff, 16))
+
+
+def load(ptx_text: str) -> EmuModule:
+    """Decode and check a PTX module; raises Refused for what cannot be emulated."""
+    try:
+        return EmuModule(ptx_text)
+    except Refused:
+        raise
+    except RecursionError:
+        raise Refused("", None, "the module is nested too deeply to read") from None

@@ -1,0 +1,53 @@
+"""Shared pieces of the instruction handlers: the type an instruction names, its registry."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .decode import Instr
+from .errors import Refused
+
+TYPES = (
+    "pred", "b8", "u8", "s8", "b16", "u16", "s16", "f16", "bf16", "b32", "u32", "s32", "f32",
+    "f16x2", "bf16x2", "tf32", "b64", "u64", "s64", "f64", "b128",
+)  # fmt: skip
+
+HANDLERS: dict[str, object] = {}
+PREPARE: dict[str, object] = {}
+
+
+def handler(*names: str, prepare=None):
+    def deco(fn):
+        for n in names:
+            HANDLERS[n] = fn
+            if prepare is not None:
+                PREPARE[n] = prepare
+        return fn
+
+    return deco
+
+
+def types_of(ins: Instr) -> list[str]:
+    return [m for m in ins.mods if m in TYPES]
+
+
+def last_type(ins: Instr) -> str:
+    ts = types_of(ins)
+    if not ts:
+        raise Refused(ins.text, ins.line, "the instruction names no type")
+    return ts[-1]
+
+
+def refuse(ins: Instr, why: str):
+    raise Refused(ins.text, ins.line, why)
+
+
+def full(w, sel, val):
+    """val broadcast to one value per thread of sel (an array, never 0-d)."""
+    n = w.N if isinstance(sel, slice) else sel.size
+    val = np.asarray(val)
+    return np.broadcast_to(val, (n,)) if val.ndim == 0 else val
+
+
+def count(w, sel) -> int:
+    return w.N if isinstance(sel, slice) else int(sel.size)

@@ -1,0 +1,180 @@
+"""Warp-level instructions over lane arrays: shfl.sync, vote.sync, match.sync, redux.sync,
+activemask, bar.warp.sync. Each waits (see simt.py) until the lanes its member mask names
+have arrived, then exchanges values among the lanes that run it together."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import values as V
+from .decode import Pair, Sink
+from .ops_common import handler, last_type, refuse
+
+
+def sync_wait(w, ins, sel, pc, mask_op) -> np.ndarray:
+    """Threads of sel that may run now; the others are parked at pc until lanes arrive."""
+    idx = w.idx(sel)
+    mask = w.get(mask_op, "u32", sel, pc)
+    ready, waiting = w.sched.warp_ready(pc, idx, mask)
+    if waiting.size:
+        w.sched.stall(pc, waiting)
+    return ready
+
+
+def _lane_table(w, idx, vals, fill=0):
+    """values laid out as [warp, lane] (absent lanes = fill), and each thread's warp row."""
+    gw = w.gwarp[idx]
+    uniq, row = np.unique(gw, return_inverse=True)
+    table = np.full((uniq.size, 32), fill, dtype=np.asarray(vals).dtype)
+    present = np.zeros((uniq.size, 32), dtype=bool)
+    lane = w.lane[idx].astype(np.int64)
+    table[row, lane] = vals
+    present[row, lane] = True
+    return table, present, row, lane
+
+
+@handler("shfl", prepare=lambda ins: None)
+def _shfl(w, ins, sel, pc):
+    if "sync" not in ins.mods:
+        refuse(ins, "shfl without .sync (removed after sm_70) is not emulated")
+    mode = next((m for m in ins.mods if m in ("up", "down", "bfly", "idx")), None)
+    if mode is None:
+        refuse(ins, "shfl needs .up, .down, .bfly or .idx")
+    ops = ins.operands
+    ready = sync_wait(w, ins, sel, pc, ops[4])
+    if ready.size == 0:
+        return []
+    rsel = ready
+    dst = ops[0]
+    pred_out = None
+    if type(dst) is Pair:
+        dst, pred_out = dst.first, dst.second
+    a = np.broadcast_to(np.asarray(w.get(ops[1], "b32", rsel, pc)), ready.shape)
+    b = np.broadcast_to(np.asarray(w.get(ops[2], "u32", rsel, pc)).astype(np.int64), ready.shape)
+    c = np.broadcast_to(np.asarray(w.get(ops[3], "u32", rsel, pc)).astype(np.int64), ready.shape)
+    table, present, row, lane = _lane_table(w, ready, a)
+    clamp = c & 0x1F
+    segmask = (c >> 8) & 0x1F
+    max_lane = (lane & segmask) | (clamp & ~segmask)
+    min_lane = lane & segmask
+    if mode == "up":
+        j = lane - b
+        ok = j >= max_lane
+    elif mode == "down":
+        j = lane + b
+        ok = j <= max_lane
+    elif mode == "bfly":
+        j = lane ^ b
+        ok = j <= max_lane
+    else:
+        j = min_lane | (b & ~segmask)
+        ok = j <= max_lane
+    j = np.where(ok, j, lane) & 31
+    src_present = present[row, j]
+    val = np.where(src_present, table[row, j], a)
+    w.put(dst, val, "b32", rsel)
+    if pred_out is not None and type(pred_out) is not Sink:
+        w.put(pred_out, ok, "pred", rsel)
+    return [(pc + 1, ready)]
+
+
+@handler("vote")
+def _vote(w, ins, sel, pc):
+    if "sync" not in ins.mods:
+        refuse(ins, "vote without .sync is not emulated")
+    mode = next((m for m in ins.mods if m in ("all", "any", "uni", "ballot")), None)
+    ops = ins.operands
+    ready = sync_wait(w, ins, sel, pc, ops[2])
+    if ready.size == 0:
+        return []
+    p = np.broadcast_to(np.asarray(w.get(ops[1], "pred", ready, pc)), ready.shape)
+    mask = np.broadcast_to(
+        np.asarray(w.get(ops[2], "u32", ready, pc)).astype(np.uint64), ready.shape
+    )
+    gw = w.gwarp[ready]
+    lane = w.lane[ready].astype(np.uint64)
+    bits = np.where(p, np.uint64(1) << lane, np.uint64(0))
+    ballot_w = np.bincount(gw, weights=bits.astype(np.float64), minlength=w.nwarps).astype(
+        np.uint64
+    )
+    here_w = np.bincount(
+        gw, weights=(np.uint64(1) << lane).astype(np.float64), minlength=w.nwarps
+    ).astype(np.uint64)
+    ballot = ballot_w[gw] & mask & here_w[gw]
+    members = mask & here_w[gw]
+    if mode == "ballot":
+        w.put(ops[0], ballot.astype(np.uint32), "b32", ready)
+    elif mode == "any":
+        w.put(ops[0], ballot != 0, "pred", ready)
+    elif mode == "all":
+        w.put(ops[0], ballot == members, "pred", ready)
+    else:
+        w.put(ops[0], (ballot == members) | (ballot == 0), "pred", ready)
+    return [(pc + 1, ready)]
+
+
+@handler("activemask")
+def _activemask(w, ins, sel, pc):
+    idx = w.idx(sel)
+    gw = w.gwarp[idx]
+    lane = w.lane[idx].astype(np.uint64)
+    m = np.bincount(
+        gw, weights=(np.uint64(1) << lane).astype(np.float64), minlength=w.nwarps
+    ).astype(np.uint64)
+    w.put(ins.operands[0], m[gw].astype(np.uint32), "b32", sel)
+
+
+@handler("match")
+def _match(w, ins, sel, pc):
+    t = last_type(ins)
+    ops = ins.operands
+    ready = sync_wait(w, ins, sel, pc, ops[2])
+    if ready.size == 0:
+        return []
+    a = np.broadcast_to(np.asarray(w.get(ops[1], t, ready, pc)), ready.shape)
+    mask = np.broadcast_to(
+        np.asarray(w.get(ops[2], "u32", ready, pc)).astype(np.uint64), ready.shape
+    )
+    table, present, row, lane = _lane_table(w, ready, a)
+    same = (table[row] == a[:, None]) & present[row]
+    lane_bits = np.uint64(1) << np.arange(32, dtype=np.uint64)
+    m = (same * lane_bits).sum(axis=1).astype(np.uint64) & mask
+    dst = ops[0]
+    if "any" in ins.mods:
+        w.put(dst, m.astype(np.uint32), "b32", ready)
+    else:
+        allsame = present[row].sum(axis=1) == same.sum(axis=1)
+        d = dst.first if type(dst) is Pair else dst
+        w.put(d, np.where(allsame, m, 0).astype(np.uint32), "b32", ready)
+        if type(dst) is Pair:
+            w.put(dst.second, allsame, "pred", ready)
+    return [(pc + 1, ready)]
+
+
+@handler("redux")
+def _redux(w, ins, sel, pc):
+    t = last_type(ins)
+    op = next(m for m in ins.mods if m in ("add", "min", "max", "and", "or", "xor"))
+    ops = ins.operands
+    ready = sync_wait(w, ins, sel, pc, ops[2])
+    if ready.size == 0:
+        return []
+    a = np.broadcast_to(np.asarray(w.get(ops[1], t, ready, pc)), ready.shape)
+    gw = w.gwarp[ready]
+    uniq, row = np.unique(gw, return_inverse=True)
+    dt = V.NP[t]
+    if op == "add":
+        acc = np.zeros(uniq.size, dtype=np.uint64)
+        np.add.at(acc, row, a.astype(np.uint64))
+        r = acc.astype(dt)
+    else:
+        ufunc = {"min": np.minimum, "max": np.maximum, "and": np.bitwise_and, "or": np.bitwise_or,
+                 "xor": np.bitwise_xor}[op]  # fmt: skip
+        init = {"min": np.iinfo(dt).max, "max": np.iinfo(dt).min, "and": ~dt(0), "or": 0, "xor": 0}[
+            op
+        ]
+        acc = np.full(uniq.size, init, dtype=dt)
+        ufunc.at(acc, row, a)
+        r = acc
+    w.put(ops[0], r[row], t, ready)
+    return [(pc + 1, ready)]
