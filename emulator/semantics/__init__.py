@@ -49,6 +49,6 @@ Example::
     p = fp.setp("ltu", a, b)                                       # setp.ltu.f32
 """
 
-from . import bits, fp, integer, rounding
+from . import approx, bits, cvt, formats, fp, half, integer, rounding, warp
 
-__all__ = ["bits", "fp", "integer", "rounding"]
+__all__ = ["approx", "bits", "cvt", "formats", "fp", "half", "integer", "rounding", "warp"]

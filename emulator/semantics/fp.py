@@ -8,8 +8,11 @@ transformations for the other modes and for fma; the rare lanes whose error term
 underflow or overflow go through exact rational arithmetic (``_exact_lanes``), a Python loop
 over those lanes only, because float64 has nothing wider to fall back on.
 
-NaN results are the canonical NaN (f32 0x7fffffff, f64 0x7fffffffffffffff): NVIDIA GPUs do
-not propagate NaN payloads through arithmetic.
+NaN results, as the H200 gives them (tests/data/emulator/h200_facts.json):
+- f32: always the canonical NaN 0x7fffffff (abs and neg included; copysign is a bit copy).
+- f64: a NaN operand propagates, quieted (payload kept, bit 51 set): for add/sub/mul/fma/
+  sqrt/min/max the LAST NaN operand in operand order wins, for div the first; a NaN made
+  from non-NaN operands (inf-inf, 0*inf, 0/0, sqrt(-1)) is 0xfff8000000000000.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ import numpy as np
 from .rounding import F32, F64, product_is_exact, round_pair, two_product, two_sum
 
 CANON_NAN_F32 = np.uint32(0x7FFFFFFF).view(np.float32)
-CANON_NAN_F64 = np.uint64(0x7FFFFFFFFFFFFFFF).view(np.float64)
+CANON_NAN_F64 = np.uint64(0xFFF8000000000000).view(np.float64)  # the f64 "default NaN"
+_QUIET_F64 = np.uint64(0x0008000000000000)
 FLT_MIN = np.float32(2.0**-126)
 
 
@@ -46,13 +50,29 @@ def saturate(x: np.ndarray) -> np.ndarray:
     return r.astype(x.dtype)
 
 
-def _finish(r64: np.ndarray, dtype, ftz: bool, sat: bool) -> np.ndarray:
+def _finish(r64: np.ndarray, dtype, ftz: bool, sat: bool, ops=(), first_nan=False) -> np.ndarray:
     r = r64.astype(dtype)
     if ftz and dtype == np.float32:
         r = flush_subnormal(r)
     if sat:
         r = saturate(r)
+    if dtype == np.float64:
+        return propagate_nan_f64(r, ops, first_nan)
     return _canon(r)
+
+
+def propagate_nan_f64(r: np.ndarray, ops, first_nan: bool = False) -> np.ndarray:
+    """The H200's f64 NaN result: the last (``first_nan``: the first) NaN among ``ops``,
+    quieted; a NaN from non-NaN operands → 0xfff8000000000000."""
+    nan = np.isnan(r)
+    if not nan.any():
+        return r
+    bits = np.where(nan, CANON_NAN_F64, r).view(np.uint64)
+    order = list(ops) if first_nan else list(ops)[::-1]
+    for op in reversed(order):  # the highest priority is applied last
+        op = np.broadcast_to(np.asarray(op, dtype=np.float64), r.shape)
+        bits = np.where(nan & np.isnan(op), op.view(np.uint64) | _QUIET_F64, bits)
+    return bits.view(np.float64)
 
 
 def _prep(arrays, ftz: bool):
@@ -124,7 +144,7 @@ def add(a, b, rnd: str = "rn", ftz: bool = False, sat: bool = False) -> np.ndarr
         if over.any():
             r = np.where(over, _overflow(s, rnd), r)
     r = _zero_sum_sign(r, a64, b64, rnd)
-    return _finish(r, dt, ftz, sat)
+    return _finish(r, dt, ftz, sat, (a64, b64))
 
 
 def sub(a, b, rnd: str = "rn", ftz: bool = False, sat: bool = False) -> np.ndarray:
@@ -167,7 +187,7 @@ def mul(a, b, rnd: str = "rn", ftz: bool = False, sat: bool = False) -> np.ndarr
     over = finite_in & np.isinf(p) & ~slow
     if over.any():
         r = np.where(over, _overflow(p, rnd), r)
-    return _finish(r, dt, ftz, sat)
+    return _finish(r, dt, ftz, sat, (a64, b64))
 
 
 def fma(a, b, c, rnd: str = "rn", ftz: bool = False, sat: bool = False) -> np.ndarray:
@@ -198,7 +218,7 @@ def fma(a, b, c, rnd: str = "rn", ftz: bool = False, sat: bool = False) -> np.nd
     slow = finite_in & ~ok
     if slow.any():
         r[slow] = _exact_lanes(lambda x, y, w: x * y + w, slow, rnd, a64, b64, c64)
-    return _finish(r, dt, ftz, sat)
+    return _finish(r, dt, ftz, sat, (a64, b64, c64))
 
 
 def _fma64_rn(a, b, c):
@@ -261,7 +281,7 @@ def div(a, b, rnd: str = "rn", ftz: bool = False) -> np.ndarray:
     under = (s == 0) & (a64 != 0) & np.isfinite(b64)
     if under.any():  # the quotient underflowed to zero in RN: rounding may want min subnormal
         r[under] = _exact_lanes(lambda x, y: x / y, under, rnd, a64, b64)
-    return _finish(r, dt, ftz, False)
+    return _finish(r, dt, ftz, False, (a64, b64), first_nan=True)
 
 
 def _residual_div(a, b, s, lanes):
@@ -299,7 +319,7 @@ def sqrt(a, rnd: str = "rn", ftz: bool = False) -> np.ndarray:
     slow = lanes & ~ok & (rnd != "rn")
     if slow.any():
         r[slow] = _sqrt_exact_lanes(slow, rnd, a64)
-    return _finish(r, dt, ftz, False)
+    return _finish(r, dt, ftz, False, (a64,))
 
 
 def _sqrt_exact_lanes(lanes, rnd, a64):
@@ -340,19 +360,24 @@ def _minmax(a, b, ftz, nan, better):
     r = np.where(na & ~nb, b, np.where(nb & ~na, a, r))
     if nan:
         r = np.where(na | nb, np.nan, r)
+    if dt == np.float64:
+        return propagate_nan_f64(r.astype(dt), (a, b))
     return _canon(r.astype(dt))
 
 
 def fabs(a, ftz: bool = False) -> np.ndarray:
-    """``abs{.ftz}.f32`` / ``abs.f64``: clears the sign bit (a NaN keeps its payload)."""
+    """``abs{.ftz}.f32`` / ``abs.f64``: clears the sign bit. f32 NaN → canonical NaN (H200);
+    f64 NaN keeps its bits but the sign (not measured)."""
     dt, (a,) = _prep((a,), ftz)
-    return np.abs(a)
+    r = np.abs(a)
+    return _canon(r) if dt == np.float32 else r
 
 
 def fneg(a, ftz: bool = False) -> np.ndarray:
-    """``neg{.ftz}.f32`` / ``neg.f64``: flips the sign bit."""
+    """``neg{.ftz}.f32`` / ``neg.f64``: flips the sign bit. f32 NaN → canonical NaN (H200)."""
     dt, (a,) = _prep((a,), ftz)
-    return -a
+    r = -a
+    return _canon(r) if dt == np.float32 else r
 
 
 def copysign(a, b) -> np.ndarray:

@@ -190,14 +190,14 @@ def mad24(a, b, c, t: str, mode: str = "lo", sat: bool = False) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- div rem
 
-# Division by zero: the ISA says "unspecified, machine-specific". These are what the H200
-# returned (tests/data/emulator/h200_*.json): unsigned quotient all ones, remainder = a;
-# signed quotient -1 for a >= 0 and 1 for a < 0 (i.e. all ones/one), remainder = a.
-# INT_MIN / -1 wraps to INT_MIN with remainder 0.
+# Division by zero: the ISA says the result is unspecified/machine-specific. The H200 (driver
+# JIT of div/rem, tests/data/emulator/h200_facts.json) gives ALL ONES for quotient and
+# remainder alike, signed and unsigned, 32 and 64 bit, whatever a is. INT_MIN / -1 wraps to
+# INT_MIN with remainder 0.
 
 
 def div(a, b, t: str) -> np.ndarray:
-    """``div.type``: quotient truncated toward zero. b == 0: see module note."""
+    """``div.type``: quotient truncated toward zero. b == 0 → all ones (module note)."""
     a, b = as_type(a, t), as_type(b, t)
     zero = b == 0
     if signed(t):
@@ -205,7 +205,7 @@ def div(a, b, t: str) -> np.ndarray:
         ovf = (a == info.min) & (b == -1)
         bb = np.where(zero | ovf, 1, b).astype(a.dtype)
         qa = np.where(ovf, a, _trunc_div_signed(a, bb))
-        return np.where(zero, np.where(a < 0, 1, -1).astype(a.dtype), qa).astype(a.dtype)
+        return np.where(zero, np.array(-1).astype(a.dtype), qa).astype(a.dtype)
     bb = np.where(zero, 1, b).astype(a.dtype)
     return np.where(zero, np.array(-1).astype(a.dtype), a // bb).astype(a.dtype)
 
@@ -217,7 +217,7 @@ def _trunc_div_signed(a, b):
 
 
 def rem(a, b, t: str) -> np.ndarray:
-    """``rem.type``: a - b*trunc(a/b), the sign of a (C's %). b == 0 → a (module note)."""
+    """``rem.type``: a - b*trunc(a/b), the sign of a (C's %). b == 0 → all ones (module note)."""
     a, b = as_type(a, t), as_type(b, t)
     zero = b == 0
     if signed(t):
@@ -229,7 +229,7 @@ def rem(a, b, t: str) -> np.ndarray:
     else:
         bb = np.where(zero, 1, b).astype(a.dtype)
         r = a % bb
-    return np.where(zero, a, r).astype(a.dtype)
+    return np.where(zero, np.array(-1).astype(a.dtype), r).astype(a.dtype)
 
 
 # ----------------------------------------------------------------------------- misc

@@ -37,6 +37,7 @@ BF16 = Format("bf16", 8, -126, float.fromhex("0x1.fep127"))
 TF32 = Format("tf32", 11, -126, float.fromhex("0x1.ffcp127"))
 E4M3 = Format("e4m3", 4, -6, 448.0, has_inf=False)
 E5M2 = Format("e5m2", 3, -14, 57344.0)
+FORMATS_BY_NAME = {f.name: f for f in (F64, F32, F16, BF16, TF32, E4M3, E5M2)}
 
 
 def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
