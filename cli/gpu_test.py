@@ -6,7 +6,8 @@
 
 Progress goes to stderr, the table to stdout. Exit 0 when every kernel passes, 1 when one fails
 (wrong, faulted, hung, no spec, did not build), 3 when there is no CUDA device (the reason is
-printed: no traceback), 2 when it could not run (no such file).
+printed: no traceback), 2 when it could not run (no such file), 5 when every kernel passed on the
+CPU emulator (``--device cpu``, or ``auto`` without a GPU): passed, but not on a GPU.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ptxls.gputest.report import short_tokens
 from .output_format import chosen_format, markdown_to_text
 
 EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_RUN, EXIT_NO_GPU = 0, 1, 2, 3
+EXIT_PASSED_EMULATED = 5  # passed on the CPU emulator, not on a GPU
 
 
 def add_parser(subparsers) -> None:
@@ -48,6 +50,14 @@ def add_parser(subparsers) -> None:
         help="seconds a step may take before the kernel counts as hung",
     )
     p.add_argument("--seed", type=int, help="replay a run: the seed its report showed")
+    p.add_argument(
+        "--device",
+        choices=("auto", "gpu", "cpu"),
+        default="auto",
+        help="where the kernel runs: gpu, cpu (the PTX emulator: checked, not timed, never "
+        "GPU-verified; exit 5 when it passes) or auto (the GPU when there is one, else the "
+        "emulator; the default)",
+    )
     p.add_argument(
         "--spec",
         metavar="SPEC.json",
@@ -86,7 +96,7 @@ def _sizes(raw: list[str] | None) -> list[int] | None:
 
 async def _run(args: argparse.Namespace, sizes: list[int] | None):
     from ptxls.gputest.api import run_gpu_test_file
-    from ptxls.gputest.supervisor import shared_supervisor
+    from ptxls.gputest.supervisor import close_shared
 
     def progress(msg: str) -> None:
         if chosen_format(args) == "text":
@@ -96,11 +106,11 @@ async def _run(args: argparse.Namespace, sizes: list[int] | None):
         return await run_gpu_test_file(
             args.file, args.kernel, ref=args.ref, sizes=sizes, arch=args.arch, ptxas=args.ptxas,
             timeout_s=args.timeout, seed=args.seed, on_progress=progress,
-            trusted=bool(getattr(args, "trust", False)),
+            trusted=bool(getattr(args, "trust", False)), device=getattr(args, "device", "auto"),
             **({"spec_path": args.spec} if getattr(args, "spec", None) else {}),
         )  # fmt: skip
     finally:
-        await shared_supervisor().close()
+        await close_shared()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -140,4 +150,6 @@ def run(args: argparse.Namespace) -> int:
         print(short_tokens("\n\n".join(markdown_to_text(format_table(r)) for r in reports)))
     if any(r.status == "no-gpu" for r in reports):
         return EXIT_NO_GPU
-    return EXIT_PASS if all(r.passed for r in reports) else EXIT_FAIL
+    if not all(r.passed for r in reports):
+        return EXIT_FAIL
+    return EXIT_PASSED_EMULATED if any(r.emulated for r in reports) else EXIT_PASS

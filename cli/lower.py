@@ -13,6 +13,7 @@ Exit codes (never more than what was checked):
     0  the result passed the GPU test (or --compile-only was asked and ptxas accepts it;
        or the nvcc/Triton reference lowering succeeded)
     4  ptxas-clean but NOT GPU-tested (no device, no reference to test against)
+    5  passed its tests on the CPU emulator (no GPU here, or --device cpu): not GPU-verified
     1  nothing passed (the best attempt is kept under .ptxls/attempts/)
     2  it could not run (no endpoint, no such file or kernel, a target ptxas rejects)
 
@@ -30,6 +31,7 @@ import sys
 from pathlib import Path
 
 EXIT_OK, EXIT_FAILED, EXIT_CANNOT_RUN, EXIT_NOT_TESTED = 0, 1, 2, 4
+EXIT_PASSED_EMULATED = 5  # passed on the CPU emulator, not on a GPU
 
 
 def add_parser(subparsers) -> None:
@@ -37,7 +39,8 @@ def add_parser(subparsers) -> None:
         "lower",
         help="lower a CUDA/Triton kernel or a plain-language request to PTX (nvcc reference or the verified LLM loop)",
         description="Exit 0: GPU-tested and passed (or --compile-only / nvcc and ptxas-clean); "
-        "4: ptxas-clean but not GPU-tested; 1: nothing passed; 2: cannot run.",
+        "4: ptxas-clean but not GPU-tested; 5: passed on the CPU emulator, not on a GPU; "
+        "1: nothing passed; 2: cannot run.",
     )
     p.add_argument(
         "file", nargs="?", metavar="FILE", help=".cu, .py (Triton) or .ptx (optimize) file"
@@ -81,6 +84,13 @@ def add_parser(subparsers) -> None:
         "--compile-only",
         action="store_true",
         help="check candidates with ptxas only, on purpose (no GPU test); exit 0 when one is clean",
+    )
+    p.add_argument(
+        "--device",
+        choices=("auto", "gpu", "cpu"),
+        default="auto",
+        help="where candidates are tested: the GPU, the CPU emulator, or auto (the GPU when "
+        "there is one, else the emulator; the default)",
     )
     p.add_argument("--model", help="model name (default: PTXLS_MODEL)")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint (default: OPENAI_BASE_URL)")
@@ -136,7 +146,7 @@ def _exit_code(outcome, compile_only: bool) -> int:
         return EXIT_FAILED if outcome.ran else EXIT_CANNOT_RUN
     if outcome.gpu_tested or compile_only or outcome.backend in ("nvcc", "triton"):
         return EXIT_OK
-    return EXIT_NOT_TESTED
+    return EXIT_PASSED_EMULATED if getattr(outcome, "emulated", False) else EXIT_NOT_TESTED
 
 
 def _last_line(outcome, code: int, written: str) -> str:
@@ -147,6 +157,8 @@ def _last_line(outcome, code: int, written: str) -> str:
         return f"PASSED the GPU test{where}: {outcome.message}"
     if code == EXIT_OK:
         return f"ptxas-clean{where} (compile-only, as asked; not GPU-tested): {outcome.message}"
+    if code == EXIT_PASSED_EMULATED:
+        return f"PASSED its tests on the CPU emulator{where} (emulated (CPU), not GPU-verified)"
     if code == EXIT_NOT_TESTED:
         why = outcome.not_tested_why or "no GPU test ran"
         return f"ptxas-clean but NOT GPU-tested ({why}){where}"
@@ -166,6 +178,7 @@ def _emit(fmt: str, outcome, code: int, written: str, last: str) -> None:
                     "kernel": outcome.kernel,
                     "message": outcome.message,
                     "gpu_tested": outcome.gpu_tested,
+                    "emulated": getattr(outcome, "emulated", False),
                     "not_tested_why": outcome.not_tested_why,
                     "output": written or None,
                     "attempt": str(outcome.attempt_path) if outcome.attempt_path else None,
@@ -317,6 +330,7 @@ def run(args: argparse.Namespace) -> int:
         workspace=workspace,
         ptxas_path=args.ptxas,
         compile_only=args.compile_only,
+        device=getattr(args, "device", "auto"),
         plan_text=plan_text,
     )
 

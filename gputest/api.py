@@ -19,6 +19,7 @@ from ptxls.frontend.cuda import find_kernels
 from ptxls.frontend.ptx import ptx_target, ptx_version
 
 from . import build
+from .emulated import run_on_emulator
 from .launch import launch_dims, scalar_env
 from .library_spec import library_resolution, spec_json_beside
 from .pairing import SpecResolution, infer_spec_from_cuda, spec_for_ptx
@@ -47,6 +48,7 @@ __all__ = [
 ]  # fmt: skip
 
 DEFAULT_TIMEOUT_S = 10.0  # per step: a launch that takes longer is treated as hung
+DEVICES = ("auto", "gpu", "cpu")  # GpuTestOptions.device
 
 
 def no_gpu_text(reason: str) -> str:
@@ -98,6 +100,11 @@ class GpuTestOptions:
     # a TritonBuild's JSON (frontend/triton.py): the Triton kernel itself, launched by Triton in
     # the worker, is the reference (gputest/triton_ref.py)
     triton_reference: dict | None = None
+    # where it runs: "gpu", "cpu" (the emulator: gputest/emulated.py, nothing timed) or
+    # "auto" (the GPU when the worker finds one, else the emulator)
+    device: str = "auto"
+    emulator_budget: int | None = None  # thread-instructions per case (emulated.CASE_BUDGET)
+    emulator_supervisor: Supervisor | None = None  # None: the shared emulator worker
 
 
 @dataclass
@@ -255,7 +262,18 @@ async def _run(
     if isinstance(plan, TestReport):
         return plan
     report = TestReport(kernel, ERROR, sizes=list(plan.spec.sizes), seed=plan.seed)
+    if opts.device not in DEVICES:
+        report.summary = f"unknown device {opts.device!r} (one of {', '.join(DEVICES)})"
+        return report
     sup = opts.supervisor or shared_supervisor()
+    if opts.device == "cpu":
+        await run_on_emulator(plan, report)
+        return report
+    if opts.device == "auto":
+        ok, why = await gpu_available(sup)
+        if not ok:
+            await run_on_emulator(plan, report, why)
+            return report
     on_device = await _build_on_device(plan, sup, report)
     if on_device is None:
         return report

@@ -111,7 +111,7 @@ async def bench_file(
         use = sizes or bench_sizes(text, name, str(path), spec_path)
         report = await run_gpu_test(
             text, name, ptx_path=str(path), reference_cuda=ref_text, reference_path=ref,
-            sizes=use or None, spec_path=spec_path, torch_baseline=True,
+            sizes=use or None, spec_path=spec_path, torch_baseline=True, device="gpu",
             timeout_s=kw.pop("timeout_s", BENCH_TIMEOUT_S), on_progress=on_progress, **kw,
         )  # fmt: skip
         rows.append(row_from_report(report, str(path)))

@@ -15,7 +15,7 @@ from .supervisor import Supervisor
 async def _run(ptx: Path):
     sup = Supervisor()
     try:
-        return await run_gpu_test_file(str(ptx), "vec_add", supervisor=sup)
+        return await run_gpu_test_file(str(ptx), "vec_add", supervisor=sup, device="gpu")
     finally:
         await sup.close()
 

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import cuda_driver as cd
 from . import exprs, numpy_ref
 from .compare import changed, compare
 from .dtypes import DTYPES, DType, from_float64, poison, random_values, to_float64
@@ -36,16 +35,27 @@ TIMED_ROLES = ("out", "inout")  # what every timed launch's result is checked on
 
 # gputest/sanitize.py sets this for the initcheck worker only: outputs are left unwritten.
 _UNWRITTEN_OUTPUTS = os.environ.get("PTXLS_HARNESS_UNWRITTEN_OUTPUTS") == "1"
+# bench/emulator_differential.py sets this for its workers: every verified launch's outputs are
+# saved as <folder>/<case seed>-<name>.npy, so the GPU's and the emulator's compare bit for bit.
+_DUMP_OUTPUTS = os.environ.get("PTXLS_HARNESS_DUMP_OUTPUTS", "")
 
 GUARD_BYTES = 16384  # poisoned bands before and after every buffer: out-of-bounds writes show
 FLUSH_BYTES = 256 << 20  # > 5x the H200's 50 MB L2: one memset evicts whatever a run left there
 COPY_BYTES = 512 << 20
 
 
+def cuda_driver():
+    """The GPU's driver module, imported only when a test runs on the GPU: the emulator's
+    worker (emulator/device.py, the same functions) must run without cuda-python."""
+    from . import cuda_driver as cd
+
+    return cd
+
+
 class CaseError(Exception):
     """A CUDA error during one case; carries what the report needs to say where it happened."""
 
-    def __init__(self, err: cd.CudaError, where: str, case: dict):
+    def __init__(self, err, where: str, case: dict):
         self.err, self.where, self.case = err, where, case
         super().__init__(f"{err} {where}")
 
@@ -57,6 +67,7 @@ class Buffer:
     length: int
     base: int  # device address of the allocation (guard band first)
     host_in: np.ndarray | None  # what was uploaded into the data region (inputs, inout)
+    drv: object = None  # the device's driver module (cuda_driver, or emulator.device)
 
     @property
     def ptr(self) -> int:
@@ -68,7 +79,7 @@ class Buffer:
 
     def read(self) -> np.ndarray:
         """The whole allocation, guard bands included, as raw bytes."""
-        return cd.download(self.base, np.empty(self.nbytes + 2 * GUARD_BYTES, np.uint8))
+        return self.drv.download(self.base, np.empty(self.nbytes + 2 * GUARD_BYTES, np.uint8))
 
 
 def scalar_arg(p: ParamSpec, value) -> np.ndarray:
@@ -87,9 +98,10 @@ class ModuleState:
     loading, written back before every launch. ``missing``: names the driver would not give an
     address for, which therefore cannot be reset — such a kernel gets no time."""
 
-    def __init__(self, module=None, names: list[str] | tuple[str, ...] = ()):
+    def __init__(self, module=None, names: list[str] | tuple[str, ...] = (), driver=None):
         self.saved: list[tuple[str, int, np.ndarray]] = []
         self.missing: list[str] = []
+        self.drv = cd = driver if driver is not None or not names else cuda_driver()
         for name in names:
             try:
                 ptr, size = cd.call("cuModuleGetGlobal", module, name.encode())
@@ -101,14 +113,14 @@ class ModuleState:
 
     def restore(self) -> None:
         for _, ptr, image in self.saved:
-            cd.upload(ptr, image)
+            self.drv.upload(ptr, image)
 
     def changed(self) -> list[str]:
         """Globals whose bytes differ from their image now (after a launch): for the report."""
         return [
             name
             for name, ptr, image in self.saved
-            if not np.array_equal(cd.download(ptr, np.empty_like(image)), image)
+            if not np.array_equal(self.drv.download(ptr, np.empty_like(image)), image)
         ]
 
 
@@ -122,6 +134,7 @@ class StartState:
     def __init__(self, bufs: list[Buffer]):
         self.copies: list[tuple[Buffer, int]] = []
         self.zero: list[Buffer] = []
+        self.drv = cd = bufs[0].drv if bufs else None
         for b in bufs:
             if not b.nbytes:
                 continue
@@ -138,14 +151,14 @@ class StartState:
         what the last launch wrote (the shortcut probe)."""
         for b, dev in self.copies:
             if outputs or b.param.role == "inout":
-                cd.copy_d2d(b.ptr, dev, b.nbytes)
+                self.drv.copy_d2d(b.ptr, dev, b.nbytes)
         for b in self.zero:
-            cd.memset8(b.ptr, 0, b.nbytes)
+            self.drv.memset8(b.ptr, 0, b.nbytes)
 
     def free(self) -> None:
         for _, dev in self.copies:
-            with contextlib.suppress(cd.CudaError):
-                cd.free(dev)
+            with contextlib.suppress(self.drv.CudaError):
+                self.drv.free(dev)
         self.copies = []
 
 
@@ -196,41 +209,45 @@ class CaseRun:
 class Harness:
     def __init__(
         self,
-        ctx: cd.Context,
+        ctx,
         progress: Callable[[str], None],
         case_done: Callable[[dict], None] | None = None,
+        driver=None,
     ):
+        """``driver``: the device's functions (gputest/cuda_driver.py, or emulator/device.py for
+        the CPU emulator: same names, no clock, and a launch's findings to read back)."""
+        self.cd = driver if driver is not None else cuda_driver()
         self.ctx = ctx
         self.progress = progress
         self.case_done = case_done or (lambda case: None)
         self.flush_buf: int | None = None
         self.copy_ceiling_gbps: float | None = None
-        self.events = cd.Events()
+        self.events = self.cd.Events()
         self.same_bytes = None  # the on-GPU byte comparison, loaded on first use
 
     # -- machine facts -----------------------------------------------------------------------
 
     def flush_l2(self) -> None:
         if self.flush_buf is None:
-            self.flush_buf = cd.alloc(FLUSH_BYTES)
-        cd.memset8(self.flush_buf, 0, FLUSH_BYTES)
+            self.flush_buf = self.cd.alloc(FLUSH_BYTES)
+        self.cd.memset8(self.flush_buf, 0, FLUSH_BYTES)
 
     def measure_copy_ceiling(self) -> float:
         """Device-to-device copy bandwidth (bytes read + written), once per worker."""
         if self.copy_ceiling_gbps is None:
-            src, dst = cd.alloc(COPY_BYTES), cd.alloc(COPY_BYTES)
+            src, dst = self.cd.alloc(COPY_BYTES), self.cd.alloc(COPY_BYTES)
             try:
-                cd.copy_d2d(dst, src, COPY_BYTES)
+                self.cd.copy_d2d(dst, src, COPY_BYTES)
                 times = []
                 for _ in range(10):
                     self.events.record_start()
-                    cd.copy_d2d(dst, src, COPY_BYTES)
+                    self.cd.copy_d2d(dst, src, COPY_BYTES)
                     self.events.record_end()
                     times.append(self.events.elapsed_ms())
                 self.copy_ceiling_gbps = 2 * COPY_BYTES / (statistics.median(times) * 1e-3) / 1e9
             finally:
-                cd.free(src)
-                cd.free(dst)
+                self.cd.free(src)
+                self.cd.free(dst)
         return self.copy_ceiling_gbps
 
     # -- one test ----------------------------------------------------------------------------
@@ -250,7 +267,8 @@ class Harness:
         spec = TestSpec.from_dict(req["spec"])
         ref = req["reference"]
         seed = int(req["seed"])
-        do_time = bool(req.get("time", True))
+        # A device without a clock (the emulator) times nothing: no time, ratio or GB/s.
+        do_time = bool(req.get("time", True)) and getattr(self.cd, "HAS_CLOCK", True)
         ceiling = self.measure_copy_ceiling() if do_time else None
         self.state, self.baseline_fn, self.torch = state, baseline_fn, req.get("torch")
         for i, n in enumerate(spec.sizes):
@@ -270,9 +288,16 @@ class Harness:
         try:
             c.lap("upload")
             after = self._run_kernel(c)
+            if _DUMP_OUTPUTS:
+                for b in c.bufs:
+                    if b.param.role in ("out", "inout"):
+                        path = os.path.join(_DUMP_OUTPUTS, f"{c.seed}-{b.param.name}.npy")
+                        np.save(path, _data(b, after[b.param.name]))
             c.expected = self._reference(c)
             c.lap("reference")
             ok = self._check(c.spec, c.bufs, after, c.expected, c.case)
+            # the emulator saw a bug (out of bounds, a race, ...): the case fails
+            ok = not c.case.get("findings_fail") and ok
             c.lap("check")
             self._check_baseline(c)
             if c.do_time and c.n > 0:
@@ -282,8 +307,8 @@ class Harness:
         finally:
             for b in c.owned:
                 # A dead context frees nothing; the process is replaced anyway.
-                with contextlib.suppress(cd.CudaError):
-                    cd.free(b.base)
+                with contextlib.suppress(self.cd.CudaError):
+                    self.cd.free(b.base)
 
     def _prepare(self, c: CaseRun) -> None:
         """The size's scalars and launch, the case dict, the inputs from the case's seed."""
@@ -413,14 +438,16 @@ class Harness:
             whole = np.concatenate(
                 [guard.view(np.uint8), data.view(np.uint8), guard.view(np.uint8)]
             )
-            b = Buffer(p, dt, length, cd.alloc(whole.nbytes), host_inputs.get(p.name))
+            b = Buffer(p, dt, length, self.cd.alloc(whole.nbytes), host_inputs.get(p.name), self.cd)
+            if hasattr(self.cd, "name_buffer"):  # the emulator: guard bands are out of bounds
+                self.cd.name_buffer(b.base, GUARD_BYTES, b.nbytes, p.name)
             if p.role == "out" and _UNWRITTEN_OUTPUTS:
                 # Under compute-sanitizer initcheck (gputest/sanitize.py): guard bands only, so
                 # a kernel that reads an output before writing it reads uninitialised memory.
-                cd.upload(b.base, guard.view(np.uint8))
-                cd.upload(b.ptr + b.nbytes, guard.view(np.uint8))
+                self.cd.upload(b.base, guard.view(np.uint8))
+                self.cd.upload(b.ptr + b.nbytes, guard.view(np.uint8))
             else:
-                cd.upload(b.base, whole)
+                self.cd.upload(b.base, whole)
             bufs.append(b)
         return bufs
 
@@ -436,10 +463,24 @@ class Harness:
 
     def _launch_checked(self, c: CaseRun, fn, bufs: list[Buffer], where: str) -> None:
         try:
-            cd.launch(fn, c.grid, c.block, c.shared, self._args(c.spec, bufs, c.env))
-            cd.synchronize()
-        except cd.CudaError as e:
+            self.cd.launch(fn, c.grid, c.block, c.shared, self._args(c.spec, bufs, c.env))
+            self.cd.synchronize()
+        except self.cd.CudaError as e:
             raise CaseError(e, where, c.case) from None
+        self._findings(c, fn is c.kernel_fn and bufs is c.bufs, where)
+
+    def _findings(self, c: CaseRun, under_test: bool, where: str) -> None:
+        """What the device saw during the launch (the emulator: out-of-bounds accesses, reads
+        of unwritten memory, races, ...; a GPU: nothing). The kernel's own fail its case; a
+        reference's are noted."""
+        found = getattr(self.cd, "take_findings", lambda: [])()
+        for f in found:
+            c.case.setdefault("findings", []).append({**f, "launch": where})
+            if under_test and f.get("severity", "error") == "error":
+                c.case["findings_fail"] = True
+                c.case["messages"].append(f["text"])
+            elif not under_test:
+                c.case["messages"].append(f"(the reference kernel) {f['text']}")
 
     def _check(self, spec, bufs, after, expected, case) -> bool:
         ok = True
@@ -491,40 +532,40 @@ class Harness:
         self.progress(f"{spec.kernel}: {spec.timing_runs} timed launches {where.strip()}")
         try:
             for b in outs:
-                first[b.param.name] = cd.alloc(b.nbytes)
-                cd.copy_d2d(first[b.param.name], b.ptr, b.nbytes)
+                first[b.param.name] = self.cd.alloc(b.nbytes)
+                self.cd.copy_d2d(first[b.param.name], b.ptr, b.nbytes)
             start.apply()
             state.restore()
-            cd.launch(fn, c.grid, c.block, c.shared, args)  # warm-up (instruction cache, TLB)
-            cd.synchronize()
+            self.cd.launch(fn, c.grid, c.block, c.shared, args)  # warm-up (instruction cache, TLB)
+            self.cd.synchronize()
             times = []
             for k in range(max(1, spec.timing_runs)):
                 start.apply()
                 state.restore()
                 self.flush_l2()
                 self.events.record_start()
-                cd.launch(fn, c.grid, c.block, c.shared, args)
+                self.cd.launch(fn, c.grid, c.block, c.shared, args)
                 self.events.record_end()
                 times.append(self.events.elapsed_ms())
                 why = self._wrong_timed_output(spec, outs, first, near, expected)
                 if why is not None:
                     wrong = f"timed launch {k + 1}: " + why
                     break
-            cd.synchronize()
+            self.cd.synchronize()
             ins = [b for b in bufs if b.param.role == "in"]
             probe = {"messages": [], "outputs": []}
             if not self._check(spec, ins, {b.param.name: b.read() for b in ins}, {}, probe):
                 wrong = wrong or "after the timed launches: " + "; ".join(probe["messages"])
             return {"median": statistics.median(times), "min": min(times), "max": max(times),
                     "runs": len(times), "wrong": wrong}  # fmt: skip
-        except cd.CudaError as e:
+        except self.cd.CudaError as e:
             raise CaseError(e, where, c.case) from None
         finally:
             start.free()
             near.free()
             for dev in first.values():
-                with contextlib.suppress(cd.CudaError):
-                    cd.free(dev)
+                with contextlib.suppress(self.cd.CudaError):
+                    self.cd.free(dev)
 
     def _wrong_timed_output(self, spec: TestSpec, outs: list[Buffer], first: dict[str, int],
                             near: NearReference, expected: dict) -> str | None:  # fmt: skip
@@ -638,11 +679,11 @@ class Harness:
                 start.apply(outputs=False)
                 self.flush_l2()
                 self.events.record_start()
-                cd.launch(c.kernel_fn, c.grid, c.block, c.shared, args)
+                self.cd.launch(c.kernel_fn, c.grid, c.block, c.shared, args)
                 self.events.record_end()
                 times.append(self.events.elapsed_ms())
-            cd.synchronize()
-        except cd.CudaError as e:
+            self.cd.synchronize()
+        except self.cd.CudaError as e:
             raise CaseError(e, c.where + " (shortcut probe)", c.case) from None
         finally:
             start.free()
@@ -677,9 +718,9 @@ def _guards_only(b: Buffer) -> np.ndarray:
     """The allocation as b.read() returns it, with only the two guard bands downloaded (the
     data region is left zero: _guard_damage looks at the bands alone)."""
     raw = np.zeros(b.nbytes + 2 * GUARD_BYTES, np.uint8)
-    cd.download(b.base, raw[:GUARD_BYTES])
+    b.drv.download(b.base, raw[:GUARD_BYTES])
     tail = np.empty(GUARD_BYTES, np.uint8)
-    raw[GUARD_BYTES + b.nbytes :] = cd.download(b.ptr + b.nbytes, tail)
+    raw[GUARD_BYTES + b.nbytes :] = b.drv.download(b.ptr + b.nbytes, tail)
     return raw
 
 

@@ -33,6 +33,10 @@ class CaseResult:
     # timing details: min_ms/max_ms/runs (spread), ref_min_ms/ref_max_ms, bytes, flops,
     # torch_ms..., baseline ("ok" or why the nvcc build is wrong), flags (why no time was given)
     timing: dict = field(default_factory=dict)
+    # the CPU emulator only: what it saw during the case's launches (the sanitizer's finding
+    # shape: tool, kind, severity, text, line, other_line, launch) and the thread-instructions
+    findings: list[dict] = field(default_factory=list)
+    thread_instructions: int | None = None
 
     @classmethod
     def from_dict(cls, d: dict) -> CaseResult:
@@ -69,10 +73,17 @@ class TestReport:
     # compute-sanitizer's findings when the test ran under it (gputest/sanitize.py): dicts with
     # tool, severity, line, other_line (a race's second line) and text
     sanitizer: list[dict] = field(default_factory=list)
+    # the CPU emulator's findings (gputest/emulated.py), one per kind/line/text, same shape
+    findings: list[dict] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
         return self.status == PASS
+
+    @property
+    def emulated(self) -> bool:
+        """Ran on the CPU emulator: never GPU-verified, never timed."""
+        return is_emulated(self.device)
 
     @property
     def failing_case(self) -> CaseResult | None:
@@ -93,6 +104,13 @@ class TestReport:
         return asdict(self)
 
 
+EMULATED = "emulated (CPU), not GPU-verified"
+
+
+def is_emulated(device: dict | None) -> bool:
+    return (device or {}).get("kind") == "emulator"
+
+
 def _ms(v: float | None) -> str:
     if v is None:
         return "—"
@@ -111,7 +129,15 @@ def format_table(report: TestReport) -> str:
     lines = [headline(report)]
     if report.problems:
         lines += [f"- {p}" for p in report.problems]
-    if report.cases:
+    if report.cases and report.emulated:  # no time: the emulator has no clock
+        lines += ["", "| n | result | max rel err |", "|---:|:---|---:|"]
+        by_index = {c.index: c for c in report.cases}
+        for i, n in enumerate(report.sizes or [c.n for c in report.cases]):
+            c = by_index.get(i)
+            result = "not run" if c is None else "pass" if c.passed else "**FAIL**"
+            lines.append(f"| {n} | {result} | {'—' if c is None else _err(c)} |")
+        lines.append("")
+    elif report.cases:
         lines += [
             "",
             "| n | result | max rel err | time | ref time |",
@@ -154,6 +180,9 @@ def format_table(report: TestReport) -> str:
     if report.sanitizer:
         lines.append("compute-sanitizer found:")
         lines += [f"- {f.get('text', '')}" for f in report.sanitizer]
+    if report.findings:
+        lines.append("the emulator found:")
+        lines += [f"- n={f.get('n', '?')}: {f.get('text', '')}" for f in report.findings[:20]]
     lines.append(footer(report))
     lines += [f"note: {n}" for n in report.notes]
     if report.jit_log and report.status != PASS:
@@ -166,7 +195,9 @@ def headline(report: TestReport) -> str:
             BUILD_ERROR: "BUILD FAILED", TIMEOUT: "TIMEOUT"}.get(report.status, report.status.upper())  # fmt: skip
     passed = sum(c.passed for c in report.cases)
     count = f" — {passed}/{len(report.sizes)} cases pass" if report.cases else ""
-    text = f"**GPU test {report.kernel}: {word}**{count}"
+    what = f"Emulator test {report.kernel} ({EMULATED})" if report.emulated else (
+        f"GPU test {report.kernel}")  # fmt: skip
+    text = f"**{what}: {word}**{count}"
     if report.summary and report.status != PASS:
         text += f"\n\n{report.summary}"
     return text
@@ -174,7 +205,9 @@ def headline(report: TestReport) -> str:
 
 def footer(report: TestReport) -> str:
     bits = []
-    if report.device:
+    if report.emulated:
+        bits.append(f"{report.device.get('name', 'emulator')}: {EMULATED}, no time measured")
+    elif report.device:
         d = report.device
         isa = d.get("max_ptx_isa")
         jit = f", JIT PTX ISA ≤ {isa[0]}.{isa[1]}" if isa else ""
@@ -196,9 +229,10 @@ def footer(report: TestReport) -> str:
 
 def failure_feedback(report: TestReport) -> str:
     """Plain text for the LLM repair prompt: what failed, specifically enough to fix it."""
+    test = "Test on the CPU emulator" if report.emulated else "GPU test"
     if report.passed:
-        return f"GPU test of {report.kernel} passed all {len(report.cases)} cases."
-    lines = [f"GPU test of kernel {report.kernel} failed ({report.status})."]
+        return f"{test} of {report.kernel} passed all {len(report.cases)} cases."
+    lines = [f"{test} of kernel {report.kernel} failed ({report.status})."]
     bad = report.failing_case
     if report.summary and bad is None:  # with a failing case, its messages say it all below
         lines.append(report.summary)
@@ -218,6 +252,9 @@ def failure_feedback(report: TestReport) -> str:
     if report.sanitizer:
         lines.append("compute-sanitizer reported:")
         lines += [f"  {f.get('text', '')}" for f in report.sanitizer]
+    if report.findings:
+        lines.append("The emulator saw, while running the kernel:")
+        lines += [f"  {f.get('text', '')}" for f in report.findings[:10]]
     if report.jit_log and report.status in (BUILD_ERROR, ERROR):
         lines.append("JIT log:\n" + report.jit_log)
     return "\n".join(lines)

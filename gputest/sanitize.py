@@ -313,6 +313,7 @@ async def _run_tool(job: _Job, tool: str) -> ToolRun:
             reference_path=job.reference_path, ptx_path=job.ptx_path, sizes=opts.sizes,
             timeout_s=opts.timeout_s, supervisor=sup, arch=opts.arch, ptxas=opts.ptxas,
             seed=opts.seed, time_it=False, on_progress=opts.on_progress, trusted=opts.trusted,
+            device="gpu",  # compute-sanitizer watches the GPU worker
             **({"spec_path": opts.spec_path} if opts.spec_path else {}),
         )  # fmt: skip
     finally:

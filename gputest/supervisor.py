@@ -199,18 +199,27 @@ class Supervisor:
         return f"exit code {code}" + (f"\n{tail}" if tail else "")
 
 
-_shared: tuple[asyncio.AbstractEventLoop | None, Supervisor] | None = None
+_shared: dict[str, tuple[asyncio.AbstractEventLoop | None, Supervisor]] = {}
 
 
-def shared_supervisor() -> Supervisor:
+def shared_supervisor(device: str = "gpu") -> Supervisor:
     """The warm worker of the running event loop (the server and CLI use this one). Its pipes
     belong to the loop that started it, so a new loop (a second ``asyncio.run`` in one process)
-    gets a supervisor of its own."""
-    global _shared
+    gets a supervisor of its own. ``device="cpu"``: the emulator's worker (a process of its own,
+    killable like the GPU's)."""
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         loop = None
-    if _shared is None or _shared[0] is not loop:
-        _shared = (loop, Supervisor())
-    return _shared[1]
+    held = _shared.get(device)
+    if held is None or held[0] is not loop:
+        held = _shared[device] = (loop, Supervisor(default_command(device)))
+    return held[1]
+
+
+async def close_shared() -> None:
+    """Close every shared worker (GPU and emulator) this process started: a one-shot
+    ``asyncio.run`` caller must, before its loop ends."""
+    for _, sup in list(_shared.values()):
+        with contextlib.suppress(Exception):  # best effort: the worker dies with us anyway
+            await sup.close()

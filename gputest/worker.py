@@ -17,6 +17,14 @@ Requests:
 
 A CUDA error after which the context is dead is answered with ``"sticky": true`` and the worker
 exits: only a new process gets a working context again (docs/gpu-facts.md).
+
+``python -m ptxls.gputest.worker --device cpu`` is the same worker on the CPU emulator
+(emulator/device.py: the driver's functions, no clock): it never imports cuda-python, loads every
+module from its PTX (``kernel.ptx``; a CUDA reference or baseline as nvcc's PTX, ``"ptx"`` beside
+its ``"name"``), times nothing, and answers a launch that ran out of its budget with
+``"hang": "..."`` (the supervisor's timeout, decided by the emulator) and an instruction it does
+not implement with ``"refused": "..."``. ``"budget"`` in a run request: thread-instructions per
+launch.
 """
 
 from __future__ import annotations
@@ -39,10 +47,12 @@ def _send(obj: dict) -> None:
 
 
 class Worker:
-    def __init__(self):
+    def __init__(self, device: str = "gpu"):
         self.ctx = None
         self.harness = None
         self.no_device: str | None = None
+        self.device = device  # "gpu" (cuda_driver) or "cpu" (emulator/device.py)
+        self.cd = None  # the driver module the harness runs on
 
     def ensure_context(self) -> bool:
         if self.ctx is not None:
@@ -50,19 +60,36 @@ class Worker:
         if self.no_device is not None:
             return False
         try:
-            from . import cuda_driver as cd
             from .harness import Harness
 
+            if self.device == "cpu":
+                from ptxls.emulator import device as cd
+            else:
+                from . import cuda_driver as cd
             self.ctx = cd.Context()
+            self.cd = cd
             self.harness = Harness(
                 self.ctx,
                 lambda msg: _send({"progress": msg}),
-                lambda case: _send({"progress": f"case n={case['n']} done", "case": case}),
+                lambda case: _send(
+                    {"progress": f"case n={case['n']} done", "case": self._cost(case)}
+                ),  # fmt: skip
+                driver=cd,
             )
             return True
         except Exception as e:  # every way of having no GPU becomes a reason
             self.no_device = no_device_reason(e)
             return False
+
+    _ran = 0  # the emulator's thread-instructions before the current case
+
+    def _cost(self, case: dict) -> dict:
+        """On the emulator: the thread-instructions the case ran (the caller sizes the next
+        case from them)."""
+        if self.device == "cpu":
+            total = self.cd.statistics()["thread_instructions"]
+            case["thread_instructions"], self._ran = total - self._ran, total
+        return case
 
     def hello(self, req: dict) -> dict:
         if not self.ensure_context():
@@ -70,11 +97,15 @@ class Worker:
         return {"ok": True, "device": self.ctx.info(), "pid": os.getpid()}
 
     def run(self, req: dict) -> dict:
-        from . import cuda_driver as cd
         from .harness import CaseError, ModuleState
 
         if not self.ensure_context():
             return {"ok": False, "no_device": self.no_device}
+        cd = self.cd
+        if self.device == "cpu":
+            cd.set_budget(req.get("budget") or cd.DEFAULT_BUDGET)
+            cd.take_findings()  # nothing from an earlier request
+            self._ran = cd.statistics()["thread_instructions"]
         modules = []
         cases: list[dict] = []
         load = {}
@@ -86,7 +117,7 @@ class Worker:
             ref_fn = None
             ref = req["reference"]
             if ref["kind"] == "cuda":
-                ref_mod = cd.load_cubin(Path(ref["cubin_path"]).read_bytes())
+                ref_mod = self._load_build(ref)
                 modules.append(ref_mod)
                 ref_fn = cd.get_function(ref_mod, ref["name"])
             elif ref["kind"] == "triton":
@@ -95,15 +126,19 @@ class Worker:
                 ref_fn = TritonReference(ref)  # built from the kernel's own source only
             baseline_fn = None
             if req.get("baseline"):
-                base_mod = cd.load_cubin(Path(req["baseline"]["cubin_path"]).read_bytes())
+                base_mod = self._load_build(req["baseline"])
                 modules.append(base_mod)
                 baseline_fn = cd.get_function(base_mod, req["baseline"]["name"])
-            state = ModuleState(modules[0], _globals_of(req["kernel"]))
+            state = ModuleState(modules[0], _globals_of(req["kernel"]), driver=cd)
             result = self.harness.run(req, kernel_fn, ref_fn, cases, state, baseline_fn)
             result["load"] = load
             result["device"] = self.ctx.info()
             return {"ok": True, "result": result}
         except CaseError as e:
+            if e.err.name == "EMULATOR_HANG":  # the emulator's timeout: as the supervisor's
+                cases.append(e.case)
+                return {"ok": False, "sticky": False, "hang": f"{e.err.text} {e.where}",
+                        "result": {"cases": cases, "load": load, "device": self.ctx.info()}}  # fmt: skip
             e.case["messages"].append(f"{e.err.name} ({e.err.text}) {e.where}")
             cases.append(e.case)
             return {
@@ -122,12 +157,27 @@ class Worker:
                 with contextlib.suppress(cd.CudaError):
                     cd.call("cuModuleUnload", m)
 
+    def _load_build(self, build: dict):
+        """A CUDA reference's or baseline's module: nvcc's cubin, or its PTX on the emulator."""
+        if self.device == "cpu":
+            return self.cd.load_ptx(build["ptx"])
+        return self.cd.load_cubin(Path(build["cubin_path"]).read_bytes())
+
     def _load(self, kernel: dict, modules: list):
         """The kernel's function: from the cubin the project's ptxas made, or through the driver
-        JIT when there is no cubin or the driver refuses it. Says which path ran."""
-        from . import cuda_driver as cd
-
+        JIT when there is no cubin or the driver refuses it (on the emulator: from its PTX).
+        Says which path ran."""
+        cd = self.cd
         load: dict = {"path": "", "assembler": kernel.get("assembler", ""), "jit_log": ""}
+        if self.device == "cpu":
+            try:
+                mod = cd.load_ptx(kernel.get("ptx") or "")
+                modules.append(mod)
+                load["path"] = "emulator"
+                return cd.get_function(mod, kernel["name"]), load
+            except cd.Refused as e:
+                load["error"], load["refused"] = e.summary, e.summary
+                return None, load
         notes = []
         if kernel.get("cubin_path"):
             try:
@@ -174,7 +224,8 @@ def main() -> int:
     # library prints cannot corrupt the protocol.
     _proto = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
-    worker = Worker()
+    device = "cpu" if sys.argv[1:3] == ["--device", "cpu"] else "gpu"
+    worker = Worker(device)
     for line in sys.stdin:
         if not line.strip():
             continue

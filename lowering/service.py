@@ -9,7 +9,6 @@ editor owns the buffer). Transcripts are written as the loop runs, under
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +45,7 @@ class LowerJob:
     ptxas_path: str | None = None
     nvcc_path: str | None = None
     compile_only: bool = False  # asked on purpose: ptxas-checked, no GPU test
+    device: str = "auto"  # where candidates are tested: auto | gpu | cpu (the emulator)
     plan_text: str = ""  # a step plan the person accepted (strategy "plan")
 
 
@@ -62,6 +62,7 @@ class LowerOutcome:
     gpu_tested: bool = False
     notes: list[str] = field(default_factory=list)
     not_tested_why: str = ""  # when ok but not GPU-tested: why (no device, no reference, asked)
+    emulated: bool = False  # passed its tests on the CPU emulator (never called GPU-tested)
     compile_only: bool = False  # the person asked for compile-only
     attempt_path: Path | None = None  # the best failing attempt, written when nothing passed
     warnings: list[str] = field(default_factory=list)
@@ -308,12 +309,21 @@ async def default_verifier(src: SourceKernel, job: LowerJob):  # -> (Verifier, w
     spec, why = source_spec(src, job)
     if spec is None:
         return compile_only_verifier(why), why, None
-    available, reason = await gpu_availability()
-    if not available:
-        return compile_only_verifier(reason), reason, spec
+    available, reason = (
+        await gpu_availability() if job.device != "cpu" else (False, "the CPU emulator asked for")
+    )
+    # Without a GPU the candidates run on the CPU emulator (job.device "auto" or "cpu").
+    device = "gpu" if available else "cpu"
+    if not available and (job.device == "gpu" or src.kind == "triton"):
+        return compile_only_verifier(reason), reason, spec  # a Triton reference needs a GPU
     if src.kind == "cuda":
         return (
-            gpu_verifier(spec=spec, reference_cuda=job.text, reference_path=str(job.source_path)),
+            gpu_verifier(
+                spec=spec,
+                reference_cuda=job.text,
+                reference_path=str(job.source_path),
+                device=device,
+            ),  # fmt: skip
             "",
             spec,
         )
@@ -322,7 +332,7 @@ async def default_verifier(src: SourceKernel, job: LowerJob):  # -> (Verifier, w
 
         _spec, _problems, build = triton_test_spec(job.text, src.name, str(job.source_path))
         return gpu_verifier(spec=spec, triton_reference=build.to_json()), "", spec
-    return gpu_verifier(spec=spec), "", spec
+    return gpu_verifier(spec=spec, device=device), "", spec
 
 
 def loop_options(settings: LlmSettings, job: LowerJob, reference_ptx: str = "") -> LoopOptions:
@@ -595,8 +605,9 @@ def _with_the_result(run: _LlmLowering, result: LoopResult, outcome: LowerOutcom
     kernel = run.src.name or best.kernel or "kernel"
     v = best.verify
     tested = bool(v and v.tested)
+    emulated = bool(v and v.emulated)  # its summary says "emulated (CPU), not GPU-verified"
     gpu_line = v.summary if v else "not GPU-tested"
-    if not tested and "not GPU-tested" not in gpu_line:
+    if not tested and not emulated and "not GPU-tested" not in gpu_line:
         gpu_line = f"not GPU-tested ({run.not_tested_why or gpu_line})"
     usage = best.usage or Resources()  # from the ptxas run that passed it: no second run
     notes = [f"warning: {w}" for w in result.warnings]
@@ -617,13 +628,14 @@ def _with_the_result(run: _LlmLowering, result: LoopResult, outcome: LowerOutcom
         rounds=rounds,
         compile=best.rounds[-1].summary.split(";")[0],
         gpu=gpu_line,
-        spec=(spec_text(run.spec) if tested else ""),
+        spec=(spec_text(run.spec) if tested or emulated else ""),
         transcript=run.shown_transcript(),
         notes=tuple(notes),
     )
     outcome.ptx = with_header(best.ptx, prov)
     outcome.kernel = kernel
     outcome.gpu_tested = tested
+    outcome.emulated = emulated
     outcome.not_tested_why = "" if tested else (run.not_tested_why or gpu_line)
     if run.inside or job.output is not None:
         outcome.output = plan_output(job.source_path, kernel, "llm", outcome.ptx, job.output)
@@ -646,10 +658,7 @@ async def close_gpu_worker() -> None:
         from ptxls.gputest import supervisor
     except Exception:  # no harness: nothing was started
         return
-    shared = getattr(supervisor, "_shared", None)
-    if shared is not None:
-        with contextlib.suppress(Exception):  # best effort: the worker dies with us anyway
-            await shared[1].close()
+    await supervisor.close_shared()  # the GPU's worker and the emulator's
 
 
 async def lower(job: LowerJob, settings: LlmSettings | None = None, **kw) -> LowerOutcome:

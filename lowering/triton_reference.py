@@ -176,4 +176,5 @@ async def gpu_test_against_triton(
         return TestReport(kernel, SPEC_ERROR, problems=problems, summary=summary)
     if shared:
         spec.launch.shared = str(shared)
+    kw.setdefault("device", "gpu")  # Triton launches its reference on a GPU only
     return await api.run_gpu_test(ptx, kernel, spec, triton_reference=build.to_json(), **kw)

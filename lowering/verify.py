@@ -25,6 +25,9 @@ class VerifyResult:
         ""  # for the model when not ok: case, size, first wrong indices, expected vs got
     )
     gpu: str = ""  # device name when tested
+    # ran on the CPU emulator (``tested`` stays False: nothing ran on a GPU); a wrong result or
+    # an emulator finding fails the candidate like a GPU failure
+    emulated: bool = False
     passed_cases: list[str] = field(default_factory=list)
     kernel_ms: float | None = None  # median time of the largest case, when timed
     reference_ms: float | None = None  # the same for the reference (nvcc-compiled source)
@@ -107,6 +110,10 @@ def from_report(report) -> VerifyResult:
             summary=f"not GPU-tested ({report.status}: {report.summary})",
             **common,
         )
+    if report.passed and report.emulated:
+        summary = (f"emulated (CPU), not GPU-verified: {len(passed)}/{len(report.sizes)} cases "
+                   f"passed on the ptxls PTX emulator (seed {report.seed}), no time")  # fmt: skip
+        return VerifyResult(ok=True, tested=False, summary=summary, emulated=True, **common)
     if report.passed:
         speed = ""
         if timed and timed.ref_time_ms:
@@ -117,10 +124,12 @@ def from_report(report) -> VerifyResult:
         return VerifyResult(ok=True, tested=True, summary=summary, **common)
     bad = report.failing_case
     where = f" (case n={bad.n})" if bad else ""
-    summary = f"gpu: {report.status}{where}: {report.summary}"[:300]
+    on = "emulator" if report.emulated else "gpu"
+    summary = f"{on}: {report.status}{where}: {report.summary}"[:300]
     return VerifyResult(
-        ok=False, tested=True, summary=summary, feedback=api.failure_feedback(report), **common
-    )
+        ok=False, tested=not report.emulated, summary=summary, emulated=report.emulated,
+        feedback=api.failure_feedback(report), **common,
+    )  # fmt: skip
 
 
 def spec_from_sources(kernel: str, options: dict):  # -> (TestSpec | None, why)

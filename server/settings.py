@@ -40,6 +40,9 @@ class Settings:
     # discovery order of toolchain/sanitizer.py: PTXLS_COMPUTE_SANITIZER, PATH, toolkit, wheel)
     sanitizer_tools: list[str] = field(default_factory=lambda: list(SANITIZER_DEFAULT_TOOLS))
     sanitizer_path: str | None = None
+    # Where "Run GPU test" and the lowering loop run a kernel: "auto" (the GPU when there is
+    # one, else the CPU emulator), "gpu" or "cpu" (gputest/api.py GpuTestOptions.device)
+    test_device: str = "auto"
     # The ``ptxls.llm`` section as the client sent it (camelCase). lowering/settings.py owns its
     # meaning, defaults and validation (from_config), with the environment underneath.
     llm: dict = field(default_factory=dict)
@@ -67,6 +70,7 @@ SERVER_SETTINGS = (
         enum=SANITIZER_TOOLS,
     ),
     SettingSpec("sanitizer.path", "sanitizer_path", "string", "", restricted=True),
+    SettingSpec("test.device", "test_device", "string", "auto", enum=("auto", "gpu", "cpu")),
     SettingSpec("llm", "llm", "object", {}, in_editor=False),  # its keys: LLM_SETTINGS
 )  # fmt: skip
 

@@ -212,7 +212,7 @@ def test_no_gpu_reason_is_worded_one_way():
     doctor = json.loads(ptxls("doctor", "--json").stdout)["gpu"]
     if doctor["available"]:
         pytest.skip("a GPU is present here")
-    test = ptxls("test", str(EXAMPLES / "vec_add.ptx"), "--format", "json")
+    test = ptxls("test", str(EXAMPLES / "vec_add.ptx"), "--format", "json", "--device", "gpu")
     assert test.returncode == 3
     [report] = json.loads(test.stdout)
     assert report["summary"] == f"no CUDA device ({doctor['reason']})"

@@ -21,7 +21,7 @@ def ptxls(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 
 
 def test_no_gpu_exits_3_with_the_reason_and_no_traceback():
-    r = ptxls("test", "examples/vec_add.ptx", "--sizes", "0", "1", "1<<10")
+    r = ptxls("test", "examples/vec_add.ptx", "--sizes", "0", "1", "1<<10", "--device", "gpu")
     assert r.returncode == 3, r.stderr
     # plain text in a terminal (--format markdown gives the hover's Markdown)
     assert "GPU test vec_add: NO GPU" in r.stdout and "no CUDA device (" in r.stdout
@@ -30,7 +30,7 @@ def test_no_gpu_exits_3_with_the_reason_and_no_traceback():
 
 
 def test_json_output_carries_the_status_and_reason():
-    r = ptxls("test", "examples/vec_add.ptx", "--json")
+    r = ptxls("test", "examples/vec_add.ptx", "--json", "--device", "gpu")
     assert r.returncode == 3
     [report] = json.loads(r.stdout)
     assert report["kernel"] == "vec_add" and report["status"] == "no-gpu"

@@ -148,8 +148,8 @@ async def test_real_worker_without_a_device_says_why_and_stays_usable():
         assert not ok and why.startswith("no CUDA device (") and why.endswith(")")
         assert "Traceback" not in why
         vec_add = __import__("pathlib").Path(__file__).parent.parent / "examples" / "vec_add.ptx"
-        report = await run_gpu_test(
-            vec_add.read_text(), "vec_add", ptx_path=str(vec_add), supervisor=sup
+        report = await run_gpu_test(  # "gpu": no fall-back to the CPU emulator
+            vec_add.read_text(), "vec_add", ptx_path=str(vec_add), supervisor=sup, device="gpu"
         )
         assert report.status == "no-gpu" and report.summary == why and not report.cases
         assert sup.starts == 1  # the worker was asked twice and stayed up

@@ -24,7 +24,7 @@ def ptxls(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 
 
 def test_test_reads_the_spec_json_beside_a_library_kernel():
-    r = ptxls("test", "fewshot/kernels/softmax_rows/kernel.ptx", "--json")
+    r = ptxls("test", "fewshot/kernels/softmax_rows/kernel.ptx", "--json", "--device", "gpu")
     [report] = json.loads(r.stdout)
     # the spec was found and is fine: the only thing missing is the GPU
     assert report["status"] == "no-gpu", report
@@ -44,7 +44,7 @@ def test_spec_file_applies_to_a_ptx_anywhere(tmp_path):
     ptx.write_text((LIB / "vec_add" / "kernel.ptx").read_text())
     spec = tmp_path / "s.json"
     spec.write_text((LIB / "vec_add" / "spec.json").read_text().replace('"reference.cu"', "null"))
-    r = ptxls("test", str(ptx), "--spec", str(spec), "--json")
+    r = ptxls("test", str(ptx), "--spec", str(spec), "--json", "--device", "gpu")
     [report] = json.loads(r.stdout)
     assert report["status"] == "no-gpu" and r.returncode == 3
     r = ptxls("test", str(ptx), "--spec", str(tmp_path / "none.json"))

@@ -75,6 +75,8 @@ def _lens_title(ls: PtxlsServer, uri: str, name: str) -> str:
     if cached is None:
         return "Run GPU test"
     word = {"pass": "passed", NO_GPU: "no GPU"}.get(cached.report.status, "FAILED")
+    if cached.report.emulated:
+        word += " on the CPU emulator"  # never "GPU-verified"
     stale = ", stale" if _is_stale(ls, uri, cached) else ""
     return f"Run GPU test (last: {word}{stale})"
 
@@ -140,6 +142,19 @@ def _problems(ls: PtxlsServer, uri: str) -> list[Problem]:
         ]  # annotation problems point at the annotation itself
         if not spots:
             spots = [(line, col, col + len(name), api.failure_feedback(r))]
+        if r.findings and _language(uri, ls) == "ptx":  # the emulator's, on their PTX lines
+            doc = ls.open_document(uri)
+            text = doc.source.splitlines() if doc else []
+            spots += [
+                (
+                    f["line"] - 1,
+                    0,
+                    max(1, len(text[f["line"] - 1])),
+                    short_tokens(f.get("text", "")),
+                )
+                for f in r.findings
+                if isinstance(f.get("line"), int) and 0 < f["line"] <= len(text)
+            ]
         out += [
             Problem(sline, scol, ecol, Severity.ERROR, prefix + message, PRODUCER, code=r.status)
             for sline, scol, ecol, message in spots
@@ -208,7 +223,8 @@ async def _test(ls: PtxlsServer, lang: str, text: str, kernel: str, path, progre
     s = ls.settings
     # trusted: the person trusts this workspace (the client said so at initialize), so a ref:
     # outside the restricted numpy language may run as Python; otherwise it is refused.
-    kw = dict(arch=s.arch, ptxas=s.ptxas_path, nvcc=s.nvcc_path, trusted=ls.workspace_trusted)
+    kw = dict(arch=s.arch, ptxas=s.ptxas_path, nvcc=s.nvcc_path, trusted=ls.workspace_trusted,
+              device=s.test_device)  # fmt: skip
     if lang == "ptx":
         return await api.run_gpu_test(
             text, kernel, ptx_path=path, on_progress=progress.report, **kw

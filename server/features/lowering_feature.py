@@ -214,6 +214,7 @@ def _make_job(ls: PtxlsServer, a: LowerArgs, settings, problems: list[str]) -> L
         workspace=workspace_root(ls.workspace, path),
         ptxas_path=s.ptxas_path,
         nvcc_path=s.nvcc_path,
+        device=s.test_device,  # ptxls.test.device: where candidates are tested
     )
     if a.mode == "withPlan":
         plan_file = plan_path(job.workspace or safe_write.user_cache_dir(), path, a.kernel or "")

@@ -1,0 +1,330 @@
+"""A test on the CPU emulator: the same plan the GPU test runs (spec, sizes, seed, reference),
+sent to the emulator's worker (``python -m ptxls.gputest.worker --device cpu``, killable like
+the GPU's), and read back into the same TestReport.
+
+What changes against the GPU, and why:
+
+- PTX is still checked by the project's ptxas (a file ptxas refuses is a build error, as on the
+  GPU), but the emulator runs the PTX text itself; a CUDA kernel, reference or nvcc baseline runs
+  as ``nvcc -O3 -ptx``'s PTX (nvcc needs no GPU);
+- nothing is timed: the report carries no time, bandwidth or ratio, and says "emulated (CPU), not
+  GPU-verified" (report.headline/footer read ``device.kind``);
+- sizes: the spec's sizes run as they are when the largest fits the stated budget of
+  thread-instructions; otherwise the largest is replaced by the largest size that fits, estimated
+  from the smaller cases' measured thread-instructions, and a note says which;
+- a launch that runs past its budget is a hang, reported as the GPU harness reports its timeout;
+  an instruction the emulator does not implement is named (status ``error``), never run wrongly;
+- what the emulator saw while running (out-of-bounds accesses, unwritten reads, shared-memory
+  races, divergent barriers, bad shfl masks, misaligned accesses) fails the case and is listed in
+  ``report.findings`` on its PTX line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import build
+from .report import BUILD_ERROR, ERROR, FAIL, TIMEOUT, CaseResult, TestReport
+from .supervisor import Supervisor, WorkerReply, shared_supervisor
+
+# Thread-instructions one case may take before its size is reduced (the stated budget). At the
+# emulator's measured speed on a 2-core CI machine this keeps a case to seconds.
+CASE_BUDGET = 200_000_000
+# A launch that runs this many thread-instructions without finishing is hung.
+HANG_FACTOR = 8
+MIN_HANG_BUDGET = 500_000_000
+STEP_TIMEOUT_S = 120.0  # the worker's wall clock per step (the emulator is slower than a GPU)
+# sizes up to this run in the first request with no estimate (they are cheap by construction)
+SMALL = 1 << 16
+
+
+@dataclass
+class EmulatedBuilds:
+    kernel: dict  # the worker's "kernel" request part: name, ptx, globals
+    reference: dict | None = None  # {"name", "ptx"} of nvcc's PTX of the reference .cu
+    baseline: dict | None = None
+    checked_by: str = ""  # "ptxas 13.0 -arch=sm_90" (the PTX was assembled once)
+    notes: list[str] = field(default_factory=list)
+    error: str = ""
+
+
+def emulator_supervisor(opts) -> Supervisor:
+    sup = getattr(opts, "emulator_supervisor", None)
+    return sup or shared_supervisor("cpu")
+
+
+async def run_on_emulator(plan, report: TestReport, why: str = "") -> None:
+    """Fill ``report`` from the emulator. ``why``: why not the GPU ("no CUDA device (...)"),
+    for the notes when the device was "auto"."""
+    from .api import _read_reply, _reference
+
+    opts = plan.opts
+    if why:
+        report.notes.append(f"{why}: ran on the CPU emulator instead")
+    builds = await _builds(plan)
+    report.notes += builds.notes
+    if builds.error:
+        report.status, report.summary = BUILD_ERROR, builds.error
+        return
+    if plan.ref_kind == "triton":
+        report.status = ERROR
+        report.summary = ("a Triton reference runs only where Triton can launch it (a GPU): on "
+                          "the CPU emulator give the kernel a numpy 'ref:' or a paired .cu")  # fmt: skip
+        return
+    ref_req = _reference(plan, [None, None], report) if plan.ref_kind != "cuda" else None
+    if plan.ref_kind == "cuda":
+        path = plan.resolution.reference_path
+        report.reference = (
+            f"nvcc -O3 {Path(path).name if path else 'the reference CUDA'} (its PTX, emulated)"
+        )
+        ref_req = {"kind": "cuda", **builds.reference}
+    msg = {"op": "run", "spec": plan.spec.to_dict(), "seed": plan.seed, "time": False,
+           "kernel": builds.kernel, "reference": ref_req}  # fmt: skip
+    if plan.with_baseline and builds.baseline:
+        msg["baseline"] = builds.baseline
+        where = Path(plan.resolution.reference_path or "reference.cu").name
+        report.reference += f"; nvcc -O3 {where}'s PTX checked against it"
+    sup = emulator_supervisor(opts)
+    reply = await run_sizes(sup, msg, plan.spec.sizes, opts, report)
+    report.device = (reply.data.get("result") or {}).get("device") or sup.device or {}
+    _read_reply(report, reply, plan, builds.checked_by)
+    report.load_path = "PTX on the ptxls emulator (CPU)" + (
+        f", checked by {builds.checked_by}" if builds.checked_by else ""
+    )
+    data = reply.data
+    if data.get("hang"):
+        report.status = TIMEOUT
+        report.summary = f"timeout: {data['hang']}"
+        bad = report.failing_case
+        if bad is not None and not bad.messages:
+            bad.messages.append(report.summary)
+    elif (data.get("result") or {}).get("load", {}).get("refused"):
+        report.status = ERROR
+        report.summary = data["result"]["load"]["refused"]
+    report.findings = findings_of(report.cases)
+    if report.status == FAIL and not report.summary and report.findings:
+        report.summary = report.findings[0]["text"]
+
+
+def findings_of(cases: list[CaseResult]) -> list[dict]:
+    """The emulator's findings of every case, one per (kind, line, text)."""
+    seen, out = set(), []
+    for c in cases:
+        for f in c.findings:
+            key = (
+                f.get("kind"),
+                f.get("line"),
+                f.get("text"),
+                f.get("launch", "").count("reference"),
+            )
+            if key not in seen:
+                seen.add(key)
+                out.append({**f, "n": c.n})
+    return out
+
+
+async def _builds(plan) -> EmulatedBuilds:
+    """The kernel's PTX (checked by ptxas when the caller has not) and nvcc's PTX of a CUDA
+    reference or baseline."""
+    src, opts = plan.source, plan.opts
+    arch = opts.arch or _target(src.target())
+    out = EmulatedBuilds(kernel={"name": plan.kernel})
+    if src.kind == "ptx":
+        out.kernel["ptx"] = src.text
+        if src.assembled is not None:
+            out.checked_by = f"{src.assembled.tool.split(' (')[0]} -arch={src.assembled.arch}"
+            if src.assembled.globals is not None:
+                out.kernel["globals"] = src.assembled.globals
+        else:
+            b = await build.assemble_ptx(src.text, arch, ptxas=opts.ptxas)
+            if b.cubin_path is None:
+                if "not found" in b.error or "could not run" in b.error:
+                    out.notes.append(
+                        f"{b.error.splitlines()[0]} — the PTX was not checked by ptxas"
+                    )
+                else:
+                    out.error = b.error
+                    return out
+            else:
+                out.checked_by = f"{b.tool.split(' (')[0]} -arch={arch}"
+                b.discard()
+    else:
+        ptx, entry, err = await cuda_to_ptx(src.text, plan.kernel, arch, opts.nvcc)
+        if err:
+            out.error = err
+            return out
+        out.kernel.update(name=entry, ptx=ptx)
+        out.checked_by = f"nvcc -O3 -ptx -arch={arch}"
+    if plan.ref_kind == "cuda" or plan.with_baseline:
+        ptx, entry, err = await cuda_to_ptx(
+            plan.resolution.reference_source, plan.kernel, arch, opts.nvcc
+        )
+        if err:
+            out.error = f"the reference did not build: {err}"
+            return out
+        part = {"name": entry, "ptx": ptx}
+        if plan.ref_kind == "cuda":
+            out.reference = part
+        else:
+            out.baseline = part
+    return out
+
+
+def _target(file_target: str | None) -> str:
+    return file_target or "sm_90"
+
+
+async def cuda_to_ptx(text: str, kernel: str, arch: str, nvcc: str | None):
+    """(ptx, entry name, error): ``nvcc -O3 -ptx`` of a CUDA source and the entry of
+    ``kernel`` in it (its C++ mangling)."""
+    from ptxls.toolchain.discovery import ToolNotFound, find_nvcc
+    from ptxls.toolchain.nvcc import nvcc_to_ptx
+
+    from .sanitize_cuda import entry_for
+
+    try:
+        tool = await asyncio.to_thread(find_nvcc, nvcc)
+    except ToolNotFound as e:
+        return "", "", str(e)
+    try:
+        run = await nvcc_to_ptx(text, tool, arch=arch, extra_args=("-O3",), timeout=120.0)
+    except OSError as e:
+        return "", "", f"could not run {tool.path}: {e}"
+    if run.ptx is None:
+        said = (run.result.stderr or run.result.stdout).replace(run.temp_dir + "/", "").strip()
+        return "", "", f"nvcc failed:\n{said}"
+    entry = entry_for(run.ptx, kernel)
+    if entry is None:
+        return "", "", f"no kernel named '{kernel}' in what nvcc compiled"
+    return run.ptx, entry, ""
+
+
+# -- sizes within the budget ---------------------------------------------------------------
+
+
+async def run_sizes(sup: Supervisor, msg: dict, sizes: list[int], opts, report) -> WorkerReply:
+    """The spec's sizes: the small ones first, then the largest as it is when the measured cost
+    says it fits the budget, else the largest size that does (said in the report's notes)."""
+    budget = int(getattr(opts, "emulator_budget", None) or CASE_BUDGET)
+    timeout = max(opts.timeout_s, STEP_TIMEOUT_S)
+    msg = {**msg, "budget": max(HANG_FACTOR * budget, MIN_HANG_BUDGET)}
+    order = sorted(range(len(sizes)), key=lambda i: sizes[i])
+    big = [i for i in order if sizes[i] > SMALL]
+    first = [i for i in range(len(sizes)) if i not in big[-1:]]
+    if not big:
+        return await sup.request(msg, timeout_s=timeout, on_progress=opts.on_progress)
+    last = big[-1]
+    reply = await _part(sup, msg, sizes, first, timeout, opts)
+    cases = _cases(reply)
+    if not _clean(reply) or not cases or not all(c.get("passed") for c in cases):
+        return reply  # a failure, hang or refusal is the answer already
+    n_orig = sizes[last]
+    n = fitting_size(n_orig, [(c["n"], c.get("thread_instructions", 0)) for c in cases], budget)
+    if n != n_orig:
+        report.notes.append(
+            f"emulated sizes: n={n_orig} would take an estimated {estimate(n_orig, cases):,.0f} "
+            f"thread-instructions (the budget is {budget:,} per case): ran n={n} instead"
+        )
+        report.sizes = [n if i == last else s for i, s in enumerate(sizes)]
+    more = await _part(sup, msg, [n if i == last else s for i, s in enumerate(sizes)], [last],
+                       timeout, opts)  # fmt: skip
+    return _merge(reply, more)
+
+
+async def _part(sup, msg, sizes, indices, timeout, opts) -> WorkerReply:
+    """Run the cases ``indices`` of ``sizes``, with the seeds and indices the whole run gives
+    them: one request for a contiguous run of indices, else one per case."""
+    runs = (
+        [indices] if indices == list(range(indices[0], indices[-1] + 1)) else [[i] for i in indices]
+    )
+    out = None
+    for run in runs:
+        one = {**msg, "spec": {**msg["spec"], "sizes": [sizes[i] for i in run]},
+               "seed": msg["seed"] + run[0]}  # fmt: skip
+        reply = _reindex(
+            await sup.request(one, timeout_s=timeout, on_progress=opts.on_progress), run[0]
+        )
+        out = reply if out is None else _merge(out, reply)
+        if not _clean(reply):
+            break
+    return out
+
+
+def _cases(reply: WorkerReply) -> list[dict]:
+    return (reply.data.get("result") or {}).get("cases", reply.cases)
+
+
+def _clean(reply: WorkerReply) -> bool:
+    return reply.data.get("ok") and not reply.timed_out and not reply.crashed
+
+
+def _reindex(reply: WorkerReply, offset: int) -> WorkerReply:
+    for c in _cases(reply):
+        c["index"] = c.get("index", 0) + offset
+    for c in reply.cases:
+        if c not in _cases(reply):
+            c["index"] = c.get("index", 0) + offset
+    if offset and reply.last_progress.startswith("case "):
+        reply.last_progress = _shift_progress(reply.last_progress, offset)
+    return reply
+
+
+def _shift_progress(progress: str, offset: int) -> str:
+    import re
+
+    m = re.match(r"case (\d+)/(\d+)", progress)
+    if not m:
+        return progress
+    return f"case {int(m.group(1)) + offset}/{int(m.group(2)) + offset}" + progress[m.end() :]
+
+
+def _merge(a: WorkerReply, b: WorkerReply) -> WorkerReply:
+    """Two partial runs as one reply: b's outcome, a's cases first."""
+    cases = _cases(a) + _cases(b)
+    data = dict(b.data)
+    result = dict(data.get("result") or {})
+    result["cases"] = cases
+    data["result"] = result
+    return WorkerReply(data, b.timed_out, b.crashed, b.last_progress, b.restarted,
+                       b.stderr_tail, cases)  # fmt: skip
+
+
+def estimate(n: int, cases: list[dict]) -> float:
+    points = [(c["n"], c.get("thread_instructions", 0)) for c in cases]
+    return _model(points)(n)
+
+
+def _model(points: list[tuple[int, int]]):
+    """cost(n) = c1 * (n / n1) ** p from the two largest measured cases (p in [1, 3]: a
+    GEMM's size is its side), or linear from one."""
+    pts = sorted((n, c) for n, c in points if n > 0 and c > 0)
+    if not pts:
+        return lambda n: 0.0
+    n1, c1 = pts[-1]
+    p = 1.0
+    if len(pts) >= 2:
+        n0, c0 = pts[-2]
+        if n1 > n0 and c1 > c0:
+            p = min(3.0, max(1.0, math.log(c1 / c0) / math.log(n1 / n0)))
+    return lambda n: c1 * (n / n1) ** p
+
+
+def fitting_size(n: int, points: list[tuple[int, int]], budget: int) -> int:
+    """``n`` when its estimated cost fits the budget; else 2**k + (n's remainder above its power
+    of two, when smaller), the largest such size that fits: an odd size stays odd."""
+    cost = _model(points)
+    if cost(n) <= budget:
+        return n
+    top = 1 << (n.bit_length() - 1)
+    rest = n - top
+    smallest = max((m for m, _ in points), default=1)
+    k = top.bit_length() - 1
+    while k > 0:
+        m = (1 << k) + (rest if rest < (1 << k) else 0)
+        if cost(m) <= budget or m <= smallest:
+            return max(m, 1)
+        k -= 1
+    return 1
