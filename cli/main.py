@@ -30,6 +30,7 @@ _COMMAND_MODULES = [
     "ptxls.cli.lower",
     "ptxls.cli.bench",
     "ptxls.cli.sass",
+    "ptxls.cli.eval",
 ]
 
 

@@ -10,13 +10,16 @@ always gets the same prompt (reproducible lowering).
 
 The example being asked for is never returned: names in ``exclude=``, and the kernel the
 request itself defines (``__global__ void NAME``, ``.entry NAME``, ``def NAME``) — a model shown
-the answer learns nothing about whether it can write it.
+the answer learns nothing about whether it can write it. While a task suite is evaluated
+(``ptxls eval``), every kernel of the suite and the library kernels that compute the same thing
+are left out as well (``evaluating``), so no task is ever another task's example.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from ptxls.frontend.cuda import find_kernels
@@ -66,6 +69,23 @@ _FAMILY_PATTERNS: dict[str, list[tuple[str, float]]] = {
 
 _WORD = re.compile(r"[a-z][a-z0-9_]+")
 
+# Kernels of a task suite under evaluation: never picked as examples while it runs.
+_evaluated: list[frozenset[str]] = []
+
+
+@contextlib.contextmanager
+def evaluating(names: Iterable[str]) -> Iterator[None]:
+    """Leave ``names`` out of every pick while the block runs (``ptxls eval``: the whole suite)."""
+    _evaluated.append(frozenset(names))
+    try:
+        yield
+    finally:
+        _evaluated.pop()
+
+
+def evaluated_names() -> frozenset[str]:
+    return frozenset().union(*_evaluated) if _evaluated else frozenset()
+
 
 @dataclass(frozen=True)
 class Scored:
@@ -88,7 +108,7 @@ def score_examples(
     request: str, examples: list[Example] | None = None, exclude: Iterable[str] = ()
 ) -> list[Scored]:
     examples = load_examples() if examples is None else examples
-    skip = set(exclude) | defined_kernels(request)
+    skip = set(exclude) | defined_kernels(request) | evaluated_names()
     examples = [e for e in examples if e.name not in skip]
     text = request.lower()
     words = set(_WORD.findall(text))

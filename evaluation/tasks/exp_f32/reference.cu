@@ -1,0 +1,8 @@
+// y = exp(x)
+__global__ void exp_f32(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float v = x[i];
+        y[i] = expf(v);
+    }
+}
