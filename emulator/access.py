@@ -159,7 +159,12 @@ def load(w, space: str, addr, dt, n: int, sel, pc: int) -> list[np.ndarray]:
     fg = flat[good]
     if space == "shared" and fg.size:
         byte_idx = (fg[:, None] + np.arange(total)).reshape(-1)
-        w.tracker.read(w, byte_idx, np.repeat(threads[good], total), pc, 0, shared_describe(w))
+        describe = shared_describe(w)
+        unw = w.tracker.read(w, byte_idx, np.repeat(threads[good], total), pc, 0, describe)
+        if unw is not None:
+            lane_bad = unw.reshape(-1, total).any(axis=1)
+            first = int(byte_idx[int(np.argmax(unw))])
+            w.pending_undefined = (threads[good][lane_bad], pc, describe(first))
     for k in range(n):
         v = np.zeros(threads.size, dt)
         v[good] = _gather_bytes(area, fg + k * size, dt)

@@ -56,7 +56,18 @@ class Checks:
 
     # ---- registers
 
-    def uninit_register(self, wave, reg: str, pc: int, threads: np.ndarray) -> None:
+    def uninit_register(self, wave, reg: str, pc: int, threads: np.ndarray, origin=None) -> None:
+        if origin is not None:  # the value came from shared memory nobody wrote
+            load_pc, where = origin
+            line, _ = self.instr_text.get(pc, (None, ""))
+            self.add(
+                E.UNINIT_SHARED, load_pc,
+                f"shared memory read before any thread wrote it ({where}); the value is used "
+                f"at line {line}",
+                wave, int(threads[0]), count=int(threads.size), space="shared", access="read",
+                buffer=where.split("+")[0].split(" ")[0],
+            )  # fmt: skip
+            return
         self.add(
             E.UNINIT_REGISTER, pc,
             f"register {reg} is read before any instruction wrote it (on this thread's path)",
@@ -84,18 +95,11 @@ class SharedTracker:
 
     def read(
         self, wave, byte_idx: np.ndarray, threads: np.ndarray, pc: int, line: int, describe
-    ) -> None:
-        checks = wave.checks
+    ) -> np.ndarray | None:
+        """Checks a read for races; returns which bytes were never written (None if all were).
+        A never-written read is reported where its value is used (see Wave.mark_undefined):
+        loading a whole tile and storing only its valid part is not a bug."""
         unwritten = ~self.written[byte_idx]
-        if unwritten.any():
-            i = int(np.argmax(unwritten))
-            checks.add(
-                E.UNINIT_SHARED, pc,
-                f"shared memory read before any thread wrote it ({describe(int(byte_idx[i]))})",
-                wave, int(threads[i]), count=int(unwritten.sum()), space="shared",
-                access="read", address=int(byte_idx[i]) % self.block_bytes,
-                buffer=describe(int(byte_idx[i]), name_only=True),
-            )  # fmt: skip
         ep = self.epoch[byte_idx // self.block_bytes]
         warp = wave.gwarp[threads]
         wt = self.w_thread[byte_idx]
@@ -111,6 +115,7 @@ class SharedTracker:
         many = same & (prev != -1) & (prev != warp)
         self.r_warp[byte_idx] = np.where(many | (same & (prev == -2)), -2, warp)
         self.r_epoch[byte_idx] = ep
+        return unwritten if unwritten.any() else None
 
     def write(
         self, wave, byte_idx: np.ndarray, threads: np.ndarray, pc: int, line: int, describe

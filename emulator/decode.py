@@ -168,8 +168,8 @@ class _Lines:
 
 
 _LABEL_RE = re.compile(r"\s*([A-Za-z_$][\w$]*)\s*:(?!:)")
-_GUARD_RE = re.compile(r"@\s*(!?)\s*(%[\w$]+)\s*")
-_OPCODE_RE = re.compile(r"([A-Za-z_][\w]*(?:\.[\w]+)*)")
+_GUARD_RE = re.compile(r"@\s*(!?)\s*([%A-Za-z_$][\w$]*)\s*")
+_OPCODE_RE = re.compile(r"([A-Za-z_]\w*(?:\.\w+(?:::\w+)*)*)")
 _VAR_RE = re.compile(
     r"^(?:\.(?:extern|visible|weak|common)\s+)*\.(shared|local|const|global|param)\b(.*)$", re.S
 )
@@ -355,7 +355,7 @@ def parse_operand(text: str, func: Function, line: int, stmt: str):
         if sp is None:
             raise Refused(stmt, line, f"an address the emulator cannot read: {t}")
         name, off = sp
-        if name.startswith("%"):
+        if name.startswith("%") or name in func.reg_index:
             return Addr(_reg(name, func, line, stmt), off)
         return Addr(Sym(name), off)
     if t.startswith("{") and t.endswith("}"):
@@ -371,6 +371,8 @@ def parse_operand(text: str, func: Function, line: int, stmt: str):
     imm = parse_imm(t)
     if imm is not None:
         return imm
+    if t in func.reg_index:  # registers need not start with '%'
+        return Reg(func.reg_index[t], t)
     if t.startswith("%"):
         if t in func.reg_index or _range_reg(t, func) is not None:
             return _reg(t, func, line, stmt)

@@ -74,11 +74,14 @@ def _ld(w, ins, sel, pc):
     sp, addr = _space_and_addr(w, ins, ins.operands[1], sp, sel)
     vals = load(w, sp, addr, dt, n, sel, pc)
     dst = ins.operands[0]
-    if type(dst) is Vec:
-        for d, v in zip(dst.items, vals, strict=False):
-            w.put(d, v, t, sel)
-    else:
-        w.put(dst, vals[0], t, sel)
+    items = dst.items if type(dst) is Vec else (dst,)
+    for d, v in zip(items, vals, strict=False):
+        w.put(d, v, t, sel)
+    if w.pending_undefined is not None:
+        threads, lpc, where = w.pending_undefined
+        w.pending_undefined = None
+        for d in items:
+            w.mark_undefined(d, threads, lpc, where)
 
 
 def _prep_st(ins):

@@ -139,6 +139,7 @@ class Scheduler:
         if self.hooks is not None:
             self.hooks.before(ins, run_idx)
         self._new_stalls = []
+        w.pending_undefined = None
         nxt = ins.run(w, ins, sel, pc)
         moved = run_idx.size < idx.size
         if nxt is None:

@@ -64,6 +64,20 @@ class Wave:
         self.clock = 0  # advanced by the scheduler: %clock is monotonic
         self.hooks = None
         self.sched = None
+        self.pending_undefined = None  # (threads, pc, where) of the last load of unwritten shared
+        self.undefined_origin: dict[int, tuple[int, str]] = {}
+
+    def mark_undefined(self, op, threads: np.ndarray, pc: int, where: str) -> None:
+        """The register's value on these threads came from never-written shared memory: a
+        later read of it is reported (at the load) — a value loaded and never used is not."""
+        if type(op) is not Reg or threads.size == 0:
+            return
+        i = op.index
+        w = self.written[i]
+        if w is True or w is False:
+            w = self.written[i] = np.full(self.N, bool(w))
+        w[threads] = False
+        self.undefined_origin[i] = (pc, where)
 
     def line_of(self, pc: int) -> int:
         ins = self.func.instrs
@@ -113,7 +127,7 @@ class Wave:
                 return
             bad = self.idx(sel)[~ws]
         if bad.size:
-            self.checks.uninit_register(self, op.name, pc, bad)
+            self.checks.uninit_register(self, op.name, pc, bad, self.undefined_origin.get(op.index))
 
     def put(self, op, val, t: str, sel) -> None:
         if type(op) is not Reg:

@@ -49,6 +49,8 @@ Example::
     p = fp.setp("ltu", a, b)                                       # setp.ltu.f32
 """
 
-from . import approx, bits, cvt, formats, fp, half, integer, rounding, warp
+from . import approx, atomic, bits, cvt, formats, fp, half, integer, mma, rounding, warp
 
-__all__ = ["approx", "bits", "cvt", "formats", "fp", "half", "integer", "rounding", "warp"]
+__all__ = [
+    "approx", "atomic", "bits", "cvt", "formats", "fp", "half", "integer", "mma", "rounding", "warp",
+]  # fmt: skip
