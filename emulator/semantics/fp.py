@@ -143,7 +143,7 @@ def add(a, b, rnd: str = "rn", ftz: bool = False, sat: bool = False) -> np.ndarr
         over = finite_in & np.isinf(s)
         if over.any():
             r = np.where(over, _overflow(s, rnd), r)
-    r = _zero_sum_sign(r, a64, b64, rnd)
+    r = _zero_sum_sign(r, a64, b64, rnd, s == 0)
     return _finish(r, dt, ftz, sat, (a64, b64))
 
 
@@ -152,13 +152,14 @@ def sub(a, b, rnd: str = "rn", ftz: bool = False, sat: bool = False) -> np.ndarr
     return add(a, -np.asarray(b), rnd, ftz, sat)
 
 
-def _zero_sum_sign(r, a, b, rnd):
-    # IEEE 754 6.3: an exact zero sum of opposite-signed operands is +0, or -0 under .rm;
-    # numpy already gives -0 for (-0) + (-0).
+def _zero_sum_sign(r, a, b, rnd, exact_zero):
+    # IEEE 754 6.3: an EXACT zero sum of opposite-signed operands is +0, or -0 under .rm
+    # (numpy already gives -0 for (-0) + (-0)); a nonzero sum that rounds to zero keeps
+    # its own sign, which round_pair gave it.
     if rnd != "rm":
         return r
     both_plus_zero = (a == 0) & (b == 0) & ~np.signbit(a) & ~np.signbit(b)
-    return np.where((r == 0) & ~both_plus_zero, -0.0, r)
+    return np.where(exact_zero & (r == 0) & ~both_plus_zero, -0.0, r)
 
 
 def _overflow(s, rnd):
@@ -207,14 +208,14 @@ def fma(a, b, c, rnd: str = "rn", ftz: bool = False, sat: bool = False) -> np.nd
         e = np.where(finite_in, e, 0.0)
         s = np.where(finite_in, s, naive)
         r = round_pair(s, e, F32, rnd)
-        r = _zero_sum_sign(r, p, c64, rnd)
+        r = _zero_sum_sign(r, p, c64, rnd, s == 0)
         return _finish(r, dt, ftz, sat)
     ok = finite_in & product_is_exact(a64, b64) & (np.abs(c64) < 2.0**1000)
     z, rest_sign = _fma64_rn(np.where(ok, a64, 0.0), np.where(ok, b64, 0.0), np.where(ok, c64, 0.0))
     r = round_pair(z, rest_sign, F64, rnd)
     with np.errstate(all="ignore"):
         p0 = a64 * b64
-    r = np.where(ok, _zero_sum_sign(r, p0, c64, rnd), naive)
+    r = np.where(ok, _zero_sum_sign(r, p0, c64, rnd, (z == 0) & (rest_sign == 0)), naive)
     slow = finite_in & ~ok
     if slow.any():
         r[slow] = _exact_lanes(lambda x, y, w: x * y + w, slow, rnd, a64, b64, c64)

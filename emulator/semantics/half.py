@@ -80,10 +80,10 @@ def _arith(op: str, rnd: str, ftz: bool, sat: bool, relu: bool):
                 zero_pair = (p, v[2])
             e = np.where(np.isfinite(s), e, 0.0)
         r = round_pair(s, e, _fmt(kind), rnd)
-        if rnd == "rm" and zero_pair is not None:
+        if rnd == "rm" and zero_pair is not None:  # only an EXACT zero sum becomes -0
             x, y = zero_pair
             both_plus = (x == 0) & (y == 0) & ~np.signbit(x) & ~np.signbit(y)
-            r = np.where((r == 0) & ~both_plus, -0.0, r)
+            r = np.where((s == 0) & (r == 0) & ~both_plus, -0.0, r)
         return _post(r, kind, ftz, sat, relu)
 
     return fn
