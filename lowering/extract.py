@@ -37,6 +37,10 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from ptxls.frontend.ptx_dataflow import check_dataflow
+
+from .reply_choice import choose, first_turn, split_modules
+
 TOKEN_LIMIT_SETTING = "ptxls.llm.maxTokens (PTXLS_LLM_MAX_TOKENS)"
 
 # Far beyond any real reply (a 400 KB PTX module has ~16k lines, a few thousand braces and
@@ -60,9 +64,12 @@ class Extraction:
     problem: str = ""
     blocks: int = 0  # fenced blocks seen
     truncated: bool = False  # the PTX stops before its entry's body closes (cut-off reply)
-    incomplete: bool = False  # the PTX elides code ("// ... unchanged ...")
+    incomplete: bool = False  # the PTX says it elides code ("// ... unchanged ...") or is a diff
     notes: tuple[str, ...] = ()  # what was changed or ignored, for the transcript and report
     reasoning: str = ""  # <think> sections found in the text
+    # where the PTX says code was left out ("line 12: '// ... unchanged ...'"): a hint for the
+    # feedback only; whether code is missing is decided by what the PTX does (ptx_dataflow)
+    elision: str = ""
 
     @property
     def candidate(self) -> bool:
@@ -855,6 +862,7 @@ class _Answer:
     reasoning: str
     invisible: int  # invisible or Unicode-space characters removed
     unwrapped: str  # the note when the answer was a JSON object's member, else ""
+    turn: str = ""  # the note when chat-template control tokens were cut
 
 
 @dataclass(frozen=True)
@@ -867,6 +875,7 @@ class _Candidates:
     segments: list[Segment]
     fences: int
     pool: list[tuple[Segment, Module]]
+    split: int = 0  # fences that held more than one module (each module is its own block)
 
 
 def _answer_text(reply: str | None) -> _Answer | Extraction:
@@ -877,6 +886,9 @@ def _answer_text(reply: str | None) -> _Answer | Extraction:
     if too_much:
         return Extraction(None, too_much)
     text, invisible = clean_invisible(text)
+    turn = ""
+    if "<|channel|>" not in text:  # harmony's own tokens are read by split_reasoning
+        text, turn = first_turn(text)
     answer, reasoning = split_reasoning(text)
     answer, unwrapped = _unwrap_json(answer)
     if unwrapped:
@@ -884,7 +896,7 @@ def _answer_text(reply: str | None) -> _Answer | Extraction:
         too_much = _over_limits(answer)
         if too_much:
             return Extraction(None, too_much, reasoning=reasoning)
-    return _Answer(html_blocks_as_fences(answer), reasoning, invisible, unwrapped)
+    return _Answer(html_blocks_as_fences(answer), reasoning, invisible, unwrapped, turn)
 
 
 def _empty_answer_problem(reasoning: str, finish_reason: str | None) -> str:
@@ -911,6 +923,7 @@ def _candidates(answer: str, kernel: str | None) -> _Candidates:
     """Step 2: every fenced block and bare PTX stretch, and those that declare an entry."""
     lines, quoted = unquote(answer.split("\n"))
     segments, fences = _segments(lines)
+    segments, split = _one_module_each(segments)
     # only stretches that name a function need the full analysis; the rest are prose-like
     # blocks (CUDA, a plan, a header) and stay as text
     analysed = _merge_split_module(
@@ -926,12 +939,33 @@ def _candidates(answer: str, kernel: str | None) -> _Candidates:
     )
     with_entry = [(s, m) for s, m in analysed if m.entries()]
     named = [(s, m) for s, m in with_entry if kernel and m.declares(kernel)]
-    return _Candidates(lines, quoted, segments, fences, named or with_entry)
+    return _Candidates(lines, quoted, segments, fences, named or with_entry, split)
 
 
-def _reading_notes(unwrapped: str, lines: list[str], finish_reason: str | None) -> list[str]:
-    """The notes every outcome carries: a JSON wrapper, @gputest lines, the token limit."""
-    notes: list[str] = [unwrapped] if unwrapped else []
+def _one_module_each(segments: list[Segment]) -> tuple[list[Segment], int]:
+    """A block holding two modules (each with its .version: a "before" and an "after") is two
+    blocks: splicing them would make one invalid module."""
+    out, split = [], 0
+    for seg in segments:
+        parts = split_modules(seg.text) if seg.text.count(".version") > 1 else [(0, seg.text)]
+        if len(parts) > 1:
+            split += 1
+        for offset, text in parts:
+            out.append(Segment(text, seg.fenced, seg.tag, seg.closed, seg.first_line + offset))
+    return out, split
+
+
+def _reading_notes(
+    unwrapped: str, lines: list[str], finish_reason: str | None, turn: str = "", split: int = 0
+) -> list[str]:
+    """The notes every outcome carries: a JSON wrapper, control tokens, modules in one block,
+    @gputest lines, the token limit."""
+    notes: list[str] = [x for x in (unwrapped, turn) if x]
+    if split:
+        notes.append(
+            f"{split} code block{'s' if split > 1 else ''} held more than one module (each "
+            "with its .version); read as separate blocks, never spliced"
+        )
     gputest_lines = sum(1 for line in lines if "@gputest" in line)
     if gputest_lines:
         notes.append(
@@ -999,23 +1033,42 @@ def _no_ptx_problem(answer: _Answer, found: _Candidates, finish_reason: str | No
 
 
 def _pick_block(
-    pool: list[tuple[Segment, Module]], kernel: str | None, notes: list[str]
+    found: _Candidates, kernel: str | None, notes: list[str]
 ) -> tuple[Segment, Module, bool]:
-    """Step 3: the last complete candidate (else the last one, truncated), and whether it is
-    truncated."""
+    """Step 3: the block the prose points to, else the last complete one (one without dataflow
+    findings preferred), else the last one, truncated (``reply_choice.choose``)."""
+    pool = found.pool
 
     def complete(sm: tuple[Segment, Module]) -> bool:
         seg, mod = sm
         entries = [f for f in mod.entries() if not kernel or f.name == kernel] or mod.entries()
         return any(f.closed and f.is_definition for f in entries)
 
-    complete_ones = [sm for sm in pool if complete(sm)]
-    seg, mod = (complete_ones or pool)[-1]
-    truncated = not complete_ones
+    flags = [complete(sm) for sm in pool]
+    spans = [(seg.first_line, seg.first_line + seg.text.count("\n")) for seg, _ in pool]
+    covered = set()
+    for seg in found.segments:
+        covered.update(range(seg.first_line - 1, seg.first_line + seg.text.count("\n") + 2))
+    prose = [(i, line) for i, line in enumerate(found.lines) if i not in covered and line.strip()]
+    findings: dict[int, bool] = {}
+
+    def has_findings(i: int) -> bool:
+        if i not in findings:
+            findings[i] = bool(check_dataflow(pool[i][0].text, entry=kernel or None))
+        return findings[i]
+
+    choice = choose(spans, flags, prose, has_findings)
+    seg, mod = pool[choice.index]
+    truncated = not any(flags)
     if len(pool) > 1:
+        which = (
+            f"block {choice.index + 1}: {choice.why}"
+            if choice.why
+            else f"the last {'complete ' if not truncated else ''}one"
+        )
         notes.append(
-            f"the reply holds {len(pool)} PTX versions of the kernel; took the last "
-            f"{'complete ' if not truncated else ''}one (line {seg.first_line + 1} of the reply)"
+            f"the reply holds {len(pool)} PTX versions of the kernel; took {which} "
+            f"(line {seg.first_line + 1} of the reply)"
         )
     if seg.fenced and not seg.closed and not truncated:
         notes.append("the reply was cut off after the PTX (its code block never closed)")
@@ -1044,9 +1097,10 @@ def _drop_prose_after(seg: Segment, mod: Module, notes: list[str]) -> str:
     return text
 
 
-def _judge_block(seg: Segment, text: str) -> tuple[str, int, str]:
-    """Step 4: (the PTX without @gputest lines, how many were dropped, the problem): a diff or
-    an elided module is not a candidate."""
+def _judge_block(seg: Segment, text: str) -> tuple[str, int, str, str]:
+    """Step 4: (the PTX without @gputest lines, how many were dropped, the problem, the elision
+    hint): a diff is not a candidate; a comment saying code was left out is only a hint —
+    whether code is missing is decided by what the PTX does (the loop's dataflow check)."""
     diff_at = _diff_line(seg, text)
     if diff_at:
         # a repair sent as a patch: ptxas would only say "Missing .version directive"
@@ -1055,18 +1109,14 @@ def _judge_block(seg: Segment, text: str) -> tuple[str, int, str]:
             0,
             f"your reply is a diff (line {diff_at} of its block): send the complete PTX "
             "module, every line, not changes to it",
+            "",
         )
     ptx, dropped = _strip_gputest(text)
     elided = find_elision(ptx)
     if elided is not None:
         no, line = elided
-        return (
-            ptx,
-            dropped,
-            f"your reply elides code at line {no} of the PTX ({line[:120]!r}): send the whole "
-            "kernel, every instruction, with nothing left out or marked as unchanged",
-        )
-    return ptx, dropped, ""
+        return ptx, dropped, "", f"line {no} of the PTX says code was left out ({line[:120]!r})"
+    return ptx, dropped, "", ""
 
 
 def _keep_requested_entry(
@@ -1118,24 +1168,56 @@ def _clean_ptx(ptx: str, answer: _Answer, quoted: int, notes: list[str]) -> str:
     return ptx.strip("\n") + "\n"
 
 
+def _from_reasoning(
+    answer: _Answer, reasoning_field: str, kernel: str | None, finish_reason: str | None
+) -> Extraction | None:
+    """An empty answer whose reasoning holds a kernel (vLLM's reasoning parser when ``</think>``
+    never comes, a model that wrote the PTX while thinking): the kernel taken from there, and
+    said so. None when the reasoning has no PTX entry."""
+    source = "\n\n".join(x for x in (reasoning_field, answer.reasoning) if x)
+    if ".entry" not in source or not analyse(source).entries():
+        return None
+    again = extract_ptx(source, kernel, finish_reason=finish_reason, _decoded=True)
+    if again.ptx is None:
+        return None
+    note = (
+        "the answer was empty: the kernel was taken from the model's reasoning "
+        f"({'reasoning_content' if reasoning_field else 'its <think> section'})"
+    )
+    return dataclasses.replace(
+        again,
+        notes=(note, *again.notes),
+        reasoning=source if not again.reasoning else again.reasoning,
+    )
+
+
 def extract_ptx(
     reply: str | None,
     kernel: str | None = None,
     *,
     finish_reason: str | None = None,
+    reasoning: str = "",
     _decoded: bool = False,
 ) -> Extraction:
-    """The PTX answer in ``reply`` for the entry ``kernel`` (None: any entry)."""
+    """The PTX answer in ``reply`` for the entry ``kernel`` (None: any entry). ``reasoning``:
+    the reply's separate reasoning field (``reasoning_content``), read only when the answer is
+    empty."""
     answer = _answer_text(reply)
     if isinstance(answer, Extraction):
         return answer
-    reasoning = answer.reasoning
     if not answer.text.strip():
+        taken = None if _decoded else _from_reasoning(answer, reasoning, kernel, finish_reason)
+        if taken is not None:
+            return taken
         return Extraction(
-            None, _empty_answer_problem(reasoning, finish_reason), reasoning=reasoning
+            None,
+            _empty_answer_problem(answer.reasoning or reasoning, finish_reason),
+            reasoning=answer.reasoning,
+            notes=(answer.turn,) if answer.turn else (),
         )
+    reasoning = answer.reasoning
     found = _candidates(answer.text, kernel)
-    notes = _reading_notes(answer.unwrapped, found.lines, finish_reason)
+    notes = _reading_notes(answer.unwrapped, found.lines, finish_reason, answer.turn, found.split)
     if not found.pool and not _decoded:
         again = _extract_decoded(answer, kernel, finish_reason, notes)
         if again is not None:
@@ -1144,11 +1226,12 @@ def extract_ptx(
         problem = _no_ptx_problem(answer, found, finish_reason)
         cut = finish_reason == "length"
         return Extraction(None, problem, found.fences, cut, notes=tuple(notes), reasoning=reasoning)
-    seg, mod, truncated = _pick_block(found.pool, kernel, notes)
-    ptx, dropped, problem = _judge_block(seg, _drop_prose_after(seg, mod, notes))
+    seg, mod, truncated = _pick_block(found, kernel, notes)
+    ptx, dropped, problem, elision = _judge_block(seg, _drop_prose_after(seg, mod, notes))
     if problem:
         return Extraction(None, problem, found.fences, truncated, True, tuple(notes), reasoning)
     ptx = _keep_requested_entry(ptx, dropped, mod, kernel, notes)
     ptx = _clean_ptx(ptx, answer, found.quoted, notes)
     problem = _cut_note(finish_reason) if truncated else ""
-    return Extraction(ptx, problem, found.fences, truncated, False, tuple(notes), reasoning)
+    return Extraction(ptx, problem, found.fences, truncated, bool(elision), tuple(notes),
+                      reasoning, elision)  # fmt: skip

@@ -42,6 +42,15 @@ from dataclasses import dataclass, field
 from ptxls.fewshot.library import Example
 
 from . import prompt
+from .accounting import Spend, usage_of
+from .completeness import (
+    calls_feedback,
+    certain_fixes,
+    dataflow_feedback,
+    dataflow_findings,
+    dataflow_summary,
+    foreign_calls,
+)
 from .extract import extract_ptx
 from .llm_client import LlmError
 from .perf import Resources, perf_feedback
@@ -79,6 +88,10 @@ class RoundRecord:
     total_s: float = 0.0  # the whole round
     request_chars: int = 0  # size of the request sent this round
     fresh_start: bool = False  # this round began a new conversation (a change of tack)
+    prompt_tokens: int = 0  # the endpoint's usage for this round's reply (0: not reported)
+    completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    fixes: list[str] = field(default_factory=list)  # certain fixes applied before feedback
 
 
 @dataclass
@@ -126,6 +139,7 @@ class LoopResult:
     stop_reason: str = ""  # why nothing passed, in words
     never_answered: bool = False  # the endpoint failed every request: no reply was ever read
     warnings: list[str] = field(default_factory=list)
+    spend: Spend | None = None  # tokens (and cost, with prices) of every reply
 
     def report(self) -> str:
         lines = [self.message]
@@ -171,6 +185,10 @@ class LoopOptions:
     budget_s: float | None = None  # the whole loop; None: no limit
     plan_text: str = ""  # a plan the person accepted: no plan is asked, this one is followed
     facts: prompt.TestFacts | None = None  # what the test does, told to the model
+    max_total_tokens: int = 0  # all replies together; 0: no cap (ptxls.llm.maxTotalTokens)
+    max_cost: float = 0.0  # with prices set; 0: no cap (ptxls.llm.maxCost)
+    price_prompt: float = 0.0  # per million prompt tokens (ptxls.llm.pricePromptPerMTok)
+    price_completion: float = 0.0  # per million completion tokens
 
 
 Progress = Callable[[str], None]
@@ -212,7 +230,8 @@ def _signature(rec: RoundRecord, messages: list[str]) -> str:
 
 _STUCK_WORDS = {
     "no_ptx": "no PTX in the reply every time (a refusal, or an answer in prose)",
-    "incomplete": "an elided repair every time ('...', 'unchanged')",
+    "incomplete": "an incomplete kernel every time (code left out: registers read that nothing writes)",
+    "calls": "the same forbidden calls every round",
     "truncated": f"the reply cut off every time ({LENGTH_HINT} where it stops at the token limit)",
     "ptxas": "the same ptxas error every round",
     "interface": "the same interface problem every round",
@@ -239,6 +258,7 @@ class _LoopContext:
     transcript: Transcript
     progress: Progress
     deadline: float | None
+    spend: Spend = field(default_factory=Spend)
 
 
 @dataclass
@@ -307,10 +327,57 @@ async def _race_check(run: _CandidateRun, rec: RoundRecord, cand: Candidate) -> 
     return _Failure("race", rc.summary, rc.feedback, [f.text[:120] for f in rc.findings], (2, 1))
 
 
+async def _calls_check(run: _CandidateRun, rec: RoundRecord, cand: Candidate) -> _Failure | None:
+    """Calls to functions the module does not define (vprintf, malloc, __assertfail …) that the
+    source does not ask for."""
+    calls = foreign_calls(cand.ptx, cand.module, run.ctx.src.text)
+    if not calls:
+        return None
+    run.record("calls", rec, calls=[f"line {no + 1}: {name}" for no, name in calls])
+    names = ", ".join(name for _, name in calls)
+    return _Failure("calls", f"calls {names}", calls_feedback(calls), [names], (1, -1))
+
+
+async def _dataflow_scan(run: _CandidateRun, rec: RoundRecord, cand: Candidate) -> _Failure | None:
+    """The dataflow findings of the candidate's entry, kept for _dataflow_settle (a test that
+    runs settles them) and for the feedback of a failed test."""
+    found = dataflow_findings(cand.ptx, cand.module, cand.kernel)
+    run.round_findings = found
+    if found:
+        run.record("dataflow", rec, findings=[f"{f.kind}: {f.shown()}" for f in found])
+    return None
+
+
+async def _dataflow_settle(
+    run: _CandidateRun, rec: RoundRecord, cand: Candidate
+) -> _Failure | None:
+    """A candidate with findings that no test ran on is incomplete (never the result); one that
+    passed a test that ran keeps a warning."""
+    found = run.round_findings
+    if not found:
+        return None
+    v = run.round_verify
+    if v is not None and v.ok and v.tested:
+        warning = f"passed its test although the dataflow check says: {found[0].shown()}"
+        if warning not in run.result.warnings:
+            run.result.warnings.append(warning)
+        return None
+    feedback = dataflow_feedback(found, run.elision_hint)
+    return _Failure("incomplete", dataflow_summary(found), feedback,
+                    [f"{f.kind}:{f.name}" for f in found], (0, 0))  # fmt: skip
+
+
 # What a candidate meets once ptxas has accepted it, in order; the first failure ends the round,
 # and a round whose checks all return None passes. Each check gets the round's Candidate (the
 # one parse, the cubin of the one ptxas run) and returns a _Failure or None.
-CANDIDATE_CHECKS: tuple[CandidateCheck, ...] = (_interface_check, _verify_check, _race_check)
+CANDIDATE_CHECKS: tuple[CandidateCheck, ...] = (
+    _interface_check,
+    _calls_check,
+    _dataflow_scan,
+    _verify_check,
+    _dataflow_settle,
+    _race_check,
+)
 
 
 class _CandidateRun:
@@ -331,6 +398,8 @@ class _CandidateRun:
         self.pass_deadline = ctx.deadline is not None and _accepts(ctx.client.chat, "deadline")
         self.kernel = ctx.src.name
         self.round_verify: VerifyResult | None = None
+        self.round_findings: list = []  # dataflow findings of the round's candidate
+        self.elision_hint = ""  # the reply's own words about code left out (a hint only)
 
     # ---- talking to the model
 
@@ -378,16 +447,20 @@ class _CandidateRun:
             attempts=reply.attempts, seconds=round(reply.seconds, 4), usage=reply.usage,
         )  # fmt: skip
         self.result.model = reply.model
+        over = self.ctx.spend.add(reply, self.ctx.opts)
+        if over:
+            self.record("cap", round=round_no, reason=over)
+            raise _Stop(over)
         return reply
 
     async def _chat(self, messages: list[dict], round_no: int):
         """One request, streamed, within the loop's time budget."""
-        shown = [0]
+        shown = [False]
 
         def on_text(chars: int) -> None:
-            if chars - shown[0] >= 1000:  # every ~1000 characters, not every token
-                shown[0] = chars
-                self.progress(f"{self.tag}, round {round_no}: receiving ({chars} chars)")
+            if not shown[0]:  # one line per phase, never one per chunk
+                shown[0] = True
+                self.progress(f"{self.tag}, round {round_no}: receiving the reply")
 
         def on_retry(reason: str, wait: float) -> None:
             self.ctx.transcript.record("retry", candidate=self.index, round=round_no,
@@ -427,11 +500,14 @@ class _CandidateRun:
         purpose = "ptx" if len(messages) == base_len else "repair"
         reply = await self.ask(messages, base_len, round_no, purpose)
         rec.llm_s = reply.seconds
+        rec.prompt_tokens, rec.completion_tokens, rec.reasoning_tokens = usage_of(reply)
         length_cut = reply.finish_reason == "length"
         self.result.truncated |= length_cut
-        ext = extract_ptx(reply.text, self.ctx.src.name or None, finish_reason=reply.finish_reason)
+        ext = extract_ptx(reply.text, self.ctx.src.name or None, finish_reason=reply.finish_reason,
+                          reasoning=getattr(reply, "reasoning", "") or "")  # fmt: skip
+        self.elision_hint = ext.elision
         ptx = self._candidate_ptx(rec, ext, reply)
-        if ptx is None or ext.incomplete:
+        if ptx is None:
             messages_of_failure = self._not_a_candidate(rec, ext, reply, ptx)
         else:
             messages_of_failure = await self._check(rec, ptx, ext, length_cut)
@@ -462,9 +538,9 @@ class _CandidateRun:
 
     def _not_a_candidate(self, rec: RoundRecord, ext, reply, ptx: str | None) -> list[str]:
         length_cut = reply.finish_reason == "length"
-        if ext.incomplete:
+        if ext.incomplete:  # a diff: not a module at all
             rec.outcome = "incomplete"
-            rec.summary = f"not a candidate: {ext.problem or 'the reply elides code'}"
+            rec.summary = f"not a candidate: {ext.problem or 'the reply is not a whole module'}"
         elif length_cut or ext.truncated:
             rec.outcome = "truncated"
             # only a finish_reason of "length" is the token limit; a reply cut by a content
@@ -512,12 +588,19 @@ class _CandidateRun:
         """ptxas, then CANDIDATE_CHECKS in order. Returns the failure's messages."""
         rec.ptx = ptx
         check = await self._compile(rec, ptx)
+        if not check.ok and check.fixes:
+            ptx, check = await self._certain_fixes(rec, ptx, check)
         if not check.ok:
             rec.outcome, rec.summary, rec.feedback = "ptxas", check.summary(), check.feedback
             rec.errors = len(check.errors)
             if ext.truncated or length_cut:
                 cut = ext.problem or "Your reply was cut off at the token limit"
                 rec.feedback = f"{cut}.\n\n" + rec.feedback
+            if rec.fixes:
+                rec.feedback = (
+                    "These certain fixes were applied to your PTX before ptxas ran again (the "
+                    "PTX below has them):\n- " + "\n- ".join(rec.fixes) + "\n\n" + rec.feedback
+                )
             self.keep_attempt(rec, ptx, (0, -rec.errors, rec.round))
             return [p.message for p in check.errors]
         kernel = self.ctx.src.name
@@ -536,12 +619,38 @@ class _CandidateRun:
             if failure is not None:
                 rec.outcome, rec.summary = failure.outcome, failure.summary
                 rec.feedback = failure.feedback
-                self.keep_attempt(rec, ptx, (*failure.rank, rec.round))
+                if self.round_findings and failure.outcome not in (
+                    "incomplete",
+                    "interface",
+                    "calls",
+                ):
+                    # a test that failed, and the dataflow check says why it may have
+                    rec.feedback += "\n\n" + dataflow_feedback(self.round_findings)
+                if failure.outcome != "incomplete":
+                    # an incomplete candidate is never kept: not as the result, not as an attempt
+                    self.keep_attempt(rec, ptx, (*failure.rank, rec.round))
                 if order:
                     rec.feedback += f"\n\nWarning: {order}."
                 return failure.messages
         self._passed(rec, ptx, check)
         return []
+
+    async def _certain_fixes(self, rec: RoundRecord, ptx: str, check):
+        """``ptxls check --fix``'s certain fixes applied before feedback is built; the fixed PTX
+        and its check (said in the transcript)."""
+
+        async def recheck(text: str):
+            return await self._compile(rec, text)
+
+        fixed = await certain_fixes(ptx, check, recheck)
+        if not fixed.notes:
+            return ptx, check
+        rec.fixes = fixed.notes
+        rec.ptx = fixed.ptx
+        self.record("certain_fixes", rec, fixes=fixed.notes, ok=fixed.check.ok)
+        self.progress(f"{self.tag}, round {rec.round}: applied {len(fixed.notes)} certain fix"
+                      f"{'es' if len(fixed.notes) != 1 else ''} before asking again")  # fmt: skip
+        return fixed.ptx, fixed.check
 
     def _passed(self, rec: RoundRecord, ptx: str, check) -> None:
         v = self.round_verify
@@ -761,6 +870,7 @@ async def run_loop(
     budget_spent = deadline is not None and time.monotonic() >= deadline
     result = _loop_result(ctx, finished, budget_spent)
     result.warnings = sorted({w for c in finished.results for w in c.warnings})
+    result.spend = ctx.spend
     transcript.record(
         "end",
         ok=result.ok,
@@ -768,6 +878,7 @@ async def run_loop(
         stop_reason=result.stop_reason,
         best_attempt=result.attempt.describe() if result.attempt else None,
         warnings=result.warnings,
+        spend=ctx.spend.as_dict(),
     )
     return result
 

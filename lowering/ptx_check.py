@@ -47,6 +47,7 @@ class CompileCheck:
     module: PtxModule | None = None  # the one parse of the candidate
     usage: list = field(default_factory=list)  # diagnostics.resources.EntryUsage, from ptxas -v
     cubin: bytes | None = None  # when asked for and ptxas accepted the PTX
+    fixes: list = field(default_factory=list)  # the lints' certain fixes (ptxls check --fix's)
 
     def summary(self) -> str:
         if self.ok:
@@ -226,7 +227,8 @@ async def compile_check(
     errors = [p for p in result.problems if p.severity is Severity.ERROR]
     warnings = [p for p in result.problems if p.severity is Severity.WARNING]
     check = CompileCheck(not errors, errors, warnings, result.tool, result.arch, module=module,
-                         usage=result.usage, cubin=result.cubin if not errors else None)  # fmt: skip
+                         usage=result.usage, cubin=result.cubin if not errors else None,
+                         fixes=[q.fix for q in lints if q.fix is not None])  # fmt: skip
     if errors:
         # the lints' words for lines where ptxas spoke (merge() keeps ptxas's): the hints
         hints = [

@@ -498,7 +498,7 @@ def prompt_tacks():
     return TACKS
 
 
-async def test_elided_repair_is_not_a_candidate_and_never_the_result(llm):
+async def test_elided_repair_is_incomplete_by_dataflow_and_never_the_result(llm):
     transcript = Transcript(None, [SECRET])
     result, _ = await run(
         llm,
@@ -514,9 +514,13 @@ async def test_elided_repair_is_not_a_candidate_and_never_the_result(llm):
     assert outcomes == ["ptxas", "incomplete", "passed"]
     assert "unchanged" not in result.best.ptx
     told = last_user_message(llm.chat_requests[2])
-    assert "elides" in told or "whole kernel" in told
-    not_candidates = [r for r in transcript.records if r["kind"] == "not_a_candidate"]
-    assert len(not_candidates) == 1 and not_candidates[0]["outcome"] == "incomplete"
+    # decided by what the PTX does (registers read that nothing writes), the words only a hint
+    assert (
+        "cannot be complete" in told and "whole kernel" in told and "says code was left out" in told
+    )
+    flagged = [r for r in transcript.records if r["kind"] == "dataflow"]
+    assert [r["round"] for r in flagged] == [2]
+    assert any("read-before-write" in f for f in flagged[0]["findings"])
 
 
 async def test_length_cut_is_named_in_feedback_and_final_message(llm):

@@ -1,0 +1,105 @@
+"""What a lowering cost: tokens of every reply, summed, and (with prices set) money; the caps.
+
+Endpoints report usage in a few shapes: OpenAI's ``prompt_tokens``/``completion_tokens`` with
+``completion_tokens_details.reasoning_tokens``, Anthropic-style ``input_tokens``/
+``output_tokens``, and some report none (then the run's totals say "not reported" rather than
+0). OpenAI counts reasoning tokens inside the completion tokens, and so does the cost here.
+
+The caps: ``ptxls.llm.maxTotalTokens`` (prompt + completion of every reply together) and, with
+prices set, ``ptxls.llm.maxCost``; the reply that crosses one is the last, and the loop stops
+with the reason.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+TOKENS_CAP_SETTING = "ptxls.llm.maxTotalTokens (PTXLS_LLM_MAX_TOTAL_TOKENS)"
+COST_CAP_SETTING = "ptxls.llm.maxCost (PTXLS_LLM_MAX_COST)"
+
+
+def _int(value) -> int:
+    return value if isinstance(value, int) and value > 0 else 0
+
+
+def usage_of(reply) -> tuple[int, int, int]:
+    """(prompt, completion, reasoning) tokens of one reply; zeros where not reported."""
+    usage = getattr(reply, "usage", None)
+    if not isinstance(usage, dict):
+        return 0, 0, 0
+    prompt = _int(usage.get("prompt_tokens")) or _int(usage.get("input_tokens"))
+    completion = _int(usage.get("completion_tokens")) or _int(usage.get("output_tokens"))
+    details = usage.get("completion_tokens_details") or usage.get("output_tokens_details") or {}
+    reasoning = _int(details.get("reasoning_tokens")) if isinstance(details, dict) else 0
+    return prompt, completion, reasoning
+
+
+@dataclass
+class Spend:
+    """Totals of one lowering, shared by its candidates (thread-safe: the server may read it)."""
+
+    replies: int = 0
+    replies_with_usage: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost: float | None = None  # None: no prices set
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def add(self, reply, opts) -> str:
+        """Count one reply; the reason to stop when a cap is crossed, else ""."""
+        p, c, r = usage_of(reply)
+        price_p = float(getattr(opts, "price_prompt", 0) or 0)
+        price_c = float(getattr(opts, "price_completion", 0) or 0)
+        with self._lock:
+            self.replies += 1
+            self.replies_with_usage += bool(p or c)
+            self.prompt_tokens += p
+            self.completion_tokens += c
+            self.reasoning_tokens += r
+            if price_p or price_c:
+                self.cost = (self.cost or 0.0) + (p * price_p + c * price_c) / 1e6
+            cap = int(getattr(opts, "max_total_tokens", 0) or 0)
+            if cap and self.total_tokens >= cap:
+                return (
+                    f"token cap reached: {self.total_tokens} tokens spent (prompt "
+                    f"{self.prompt_tokens} + completion {self.completion_tokens}), the cap is "
+                    f"{cap} ({TOKENS_CAP_SETTING})"
+                )
+            max_cost = float(getattr(opts, "max_cost", 0) or 0)
+            if max_cost and self.cost is not None and self.cost >= max_cost:
+                return f"cost cap reached: {self.cost:.4f} spent, the cap is {max_cost:g} ({COST_CAP_SETTING})"
+        return ""
+
+    def as_dict(self) -> dict:
+        return {
+            "replies": self.replies,
+            "usage_reported": self.replies_with_usage,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
+            "total_tokens": self.total_tokens,
+            "cost": None if self.cost is None else round(self.cost, 6),
+        }
+
+    def line(self) -> str:
+        """'12,345 tokens (prompt 10,000, completion 2,345, reasoning 800), cost 0.0123' or
+        'tokens not reported by the endpoint'."""
+        if not self.replies_with_usage:
+            return "tokens not reported by the endpoint" if self.replies else "no reply"
+        text = (
+            f"{self.total_tokens:,} tokens (prompt {self.prompt_tokens:,}, completion "
+            f"{self.completion_tokens:,}"
+            + (f", reasoning {self.reasoning_tokens:,}" if self.reasoning_tokens else "")
+            + ")"
+        )
+        if self.replies_with_usage < self.replies:
+            text += f" in {self.replies_with_usage} of {self.replies} replies"
+        if self.cost is not None:
+            text += f", cost {self.cost:.4f}"
+        return text
