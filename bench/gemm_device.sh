@@ -6,7 +6,7 @@
 # of both builds, and with HARNESS="scan or gemm" the GPU tests through the project's harness.
 # Usage: bash bench/gemm_device.sh [KERNEL...]
 #   env: RUNS (20), BENCH_TIMEOUT (240 s a kernel), PROFILE, NCU_MISSED= (no ncu), SASS=0, HARNESS
-# Then, here: python3 bench/gemm_report.py gemm-*.json > bench/results/gemm-h200.md
+# Then, here: python3 bench/gemm_report.py gemm-*.json > bench/results/gemm/h200-DATE.md
 set -o pipefail
 # the device tool brings back at most 8 files: everything is written under $W and packed into
 # $OUT/gemm-run.tgz on exit (bench.log also stays readable on its own)

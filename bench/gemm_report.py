@@ -1,7 +1,7 @@
 """The markdown table of bench/gemm_bench.py results (one or more of its JSON files) with the
 machine facts and each kernel's targets from issue 10, met or missed.
 
-    python3 bench/gemm_report.py bench/results/gemm-h200-*.json > bench/results/gemm-h200.md
+    python3 bench/gemm_report.py bench/results/gemm/h200-*.json > bench/results/gemm/h200-DATE.md
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ nvcc -O3 build of the CUDA reference and PyTorch where torch is importable.
     ptxls bench                              # every kernel in fewshot/kernels/
     ptxls bench softmax_rows layernorm_rows --json
     ptxls bench my.ptx --ref my.cu --sizes 1<<26
-    ptxls bench --out bench/results/library-h200.md
+    ptxls bench --out bench/results/library/h200-2026-12-03.md
 
 Exit 0 when every kernel passed, 1 when one failed or was flagged, 2 when it could not run (no
 such kernel or file), 3 when there is no CUDA device (the reason is printed).

@@ -12,7 +12,7 @@ The test is the ordinary one (gputest/api.py: spec, inputs, reference) with thre
   racecheck by default), in its own process group that a timeout kills whole;
 - it runs ONE size (the spec's smallest that launches two blocks or more) and times nothing:
   under the sanitizer a launch ran 3-30x slower (memcheck) to 25-1400x (racecheck) on the H200
-  (bench/results/sanitizer-h200.txt).
+  (bench/results/sanitizer/h200-2026-12-03.txt).
 
 Under initcheck the harness leaves output buffers unwritten (``PTXLS_HARNESS_UNWRITTEN_OUTPUTS``):
 its NaN poison would otherwise count as initialised data, and a kernel that reads an output before

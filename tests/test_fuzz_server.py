@@ -1,7 +1,7 @@
 """Fuzz, CI size: randomly damaged PTX buffers (didChange) and malformed LSP messages (framing and
 params) against ONE real server process, which must stay up, answer a hover after every batch,
 and answer every request that carried a usable id. bench/fuzz_server.py runs the full counts
-(≥ 10,000 buffers, ≥ 1,000 messages) and writes bench/results/fuzz-server.*."""
+(≥ 10,000 buffers, ≥ 1,000 messages) and writes bench/results/fuzz-server/."""
 
 from __future__ import annotations
 
