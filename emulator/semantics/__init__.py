@@ -41,6 +41,9 @@ Modules
   mma        mma_sync m16n8k16/m16n8k8/m8n8k4 fragments, ldmatrix
   atomic     atom_op(op, old, operand, type, ...) → new value (the engine serialises lanes)
 
+NaN, inf and out-of-range lanes are ordinary inputs: the float functions run under
+``np.errstate(all="ignore")`` and never warn.
+
 Example::
 
     from ptxls.emulator.semantics import fp, integer

@@ -52,6 +52,7 @@ def _f32(fn, a, ftz: bool, flush_in_always: bool = False) -> np.ndarray:
     return np.where(np.isnan(r), CANON_NAN_F32, r).astype(np.float32)
 
 
+@np.errstate(all="ignore")
 def ex2(a, t: str = "f32", ftz: bool = False) -> np.ndarray:
     """``ex2.approx{.ftz}.f32``, ``ex2.approx.{f16,f16x2}``, ``ex2.approx.ftz.{bf16,bf16x2}``:
     2**a. ex2(-inf) = +0, ex2(+inf) = +inf, ex2(±0) = 1."""
@@ -60,6 +61,7 @@ def ex2(a, t: str = "f32", ftz: bool = False) -> np.ndarray:
     return _f32(np.exp2, a, ftz)
 
 
+@np.errstate(all="ignore")
 def lg2(a, ftz: bool = False) -> np.ndarray:
     """``lg2.approx{.ftz}.f32``: log2(a). lg2(±0) = -inf, lg2(negative) = NaN, lg2(+inf) =
     +inf; subnormal inputs are exact without .ftz (→ -149 for 2**-149), -inf with it."""
@@ -70,6 +72,7 @@ def lg2(a, ftz: bool = False) -> np.ndarray:
     return _f32(f, a, ftz)
 
 
+@np.errstate(all="ignore")
 def rcp_approx(a, t: str = "f32", ftz: bool = False) -> np.ndarray:
     """``rcp.approx{.ftz}.f32``: 1/a (±0 → ±inf, ±inf → ±0). ``rcp.approx.ftz.f64``: the
     correctly rounded 1/a with its low 32 bits cleared (the H200's result has only the high
@@ -92,6 +95,7 @@ def rcp_approx(a, t: str = "f32", ftz: bool = False) -> np.ndarray:
     return _f32(f, a, ftz)
 
 
+@np.errstate(all="ignore")
 def rsqrt(a, t: str = "f32", ftz: bool = False) -> np.ndarray:
     """``rsqrt.approx{.ftz}.f32`` / ``rsqrt.approx{.ftz}.f64``: 1/sqrt(a); ±0 → ±inf,
     +inf → +0, negative → NaN."""
@@ -108,22 +112,26 @@ def rsqrt(a, t: str = "f32", ftz: bool = False) -> np.ndarray:
     return _f32(f, a, ftz)
 
 
+@np.errstate(all="ignore")
 def sqrt_approx(a, ftz: bool = False) -> np.ndarray:
     """``sqrt.approx{.ftz}.f32``: sqrt(a); sqrt(-0) = -0, negative → NaN."""
     return _f32(np.sqrt, a, ftz)
 
 
+@np.errstate(all="ignore")
 def sin(a, ftz: bool = False) -> np.ndarray:
     """``sin.approx{.ftz}.f32``: sin(a); ±inf → NaN; a subnormal input is flushed to ±0 even
     without .ftz (as the H200 does)."""
     return _f32(np.sin, a, ftz, flush_in_always=True)
 
 
+@np.errstate(all="ignore")
 def cos(a, ftz: bool = False) -> np.ndarray:
     """``cos.approx{.ftz}.f32``: cos(a); ±inf → NaN; subnormal input → 1."""
     return _f32(np.cos, a, ftz, flush_in_always=True)
 
 
+@np.errstate(all="ignore")
 def tanh(a, t: str = "f32") -> np.ndarray:
     """``tanh.approx.f32`` (tanh(±inf) = ±1, subnormal in → itself), ``tanh.approx.{f16,
     f16x2,bf16,bf16x2}`` (the H200's table)."""

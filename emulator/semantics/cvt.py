@@ -32,6 +32,7 @@ FLOAT_TYPES = ("f16", "bf16", "tf32", "f32", "f64", "e4m3", "e5m2")
 _INT_ROUND = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}
 
 
+@np.errstate(all="ignore")
 def to_float64(x, src: str) -> np.ndarray:
     """Any float operand (f32/f64 arrays, bit patterns of the small formats) as float64."""
     x = np.asarray(x)
@@ -46,6 +47,7 @@ def to_float64(x, src: str) -> np.ndarray:
     return formats.decode(x, src)
 
 
+@np.errstate(all="ignore")
 def from_exact(s, e, dst: str, rnd: str, sat=False, relu=False, satfinite=False, ftz=False):
     """Round the exact value s + e to float type ``dst`` and encode it as cvt returns it."""
     fmt = F64 if dst == "f64" else FORMATS_BY_NAME[dst]
@@ -69,6 +71,7 @@ def from_exact(s, e, dst: str, rnd: str, sat=False, relu=False, satfinite=False,
     return formats.encode(r, dst)
 
 
+@np.errstate(all="ignore")
 def cvt(x, dst: str, src: str, rnd: str | None = None, ftz: bool = False, sat: bool = False,
         relu: bool = False, satfinite: bool = False):  # fmt: skip
     """``cvt{.rnd}{.ftz}{.sat}{.relu}{.satfinite}.dst.src d, x`` — see the module rules."""
@@ -156,6 +159,7 @@ def _float_to_int(v, dst, rnd):
     return out.astype(dt)
 
 
+@np.errstate(all="ignore")
 def cvt_pack_x2(a, b, dst: str, src: str = "f32", rnd: str = "rn", relu: bool = False,
                 satfinite: bool = False) -> np.ndarray:  # fmt: skip
     """``cvt.rn{.relu}{.satfinite}.{f16x2,bf16x2}.f32 d, a, b`` and ``cvt.rn.satfinite{.relu}
@@ -170,6 +174,7 @@ def cvt_pack_x2(a, b, dst: str, src: str = "f32", rnd: str = "rn", relu: bool = 
     return formats.join2(rb, ra)
 
 
+@np.errstate(all="ignore")
 def cvt_unpack_fp8x2(a, src: str, dst: str = "f16x2", relu: bool = False) -> np.ndarray:
     """``cvt.rn{.relu}.f16x2.{e4m3x2,e5m2x2} d, a``: the low byte of a → d's low half (exact:
     every e4m3/e5m2 value is an f16 value)."""

@@ -11,6 +11,7 @@ CANON_NAN = {"f16": 0x7FFF, "bf16": 0x7FFF, "e4m3": 0x7F, "e5m2": 0x7F, "f32": 0
 FORMATS = {"f16": F16, "bf16": BF16, "tf32": TF32, "e4m3": E4M3, "e5m2": E5M2, "f32": F32}
 
 
+@np.errstate(all="ignore")
 def decode(bits, kind: str) -> np.ndarray:
     """Bit patterns (uint16 for f16/bf16, uint8 for e4m3/e5m2, uint32 for tf32/f32) →
     float64 values (NaN for any NaN pattern)."""
@@ -26,6 +27,7 @@ def decode(bits, kind: str) -> np.ndarray:
     raise ValueError(f"unknown float format {kind!r}")
 
 
+@np.errstate(all="ignore")
 def encode(values, kind: str) -> np.ndarray:
     """float64 values ALREADY representable in ``kind`` (as ``round_pair`` returns them) →
     bit patterns; NaN → the canonical NaN of the format."""
@@ -87,12 +89,14 @@ def _encode_fp8(v: np.ndarray, fmt: Format) -> np.ndarray:
     return bits.astype(np.uint8)
 
 
+@np.errstate(all="ignore")
 def split2(x) -> tuple[np.ndarray, np.ndarray]:
     """uint32 packed pair → (element 0 = low 16 bits, element 1 = high 16 bits), uint16."""
     x = np.asarray(x).astype(np.uint32)
     return (x & np.uint32(0xFFFF)).astype(np.uint16), (x >> np.uint32(16)).astype(np.uint16)
 
 
+@np.errstate(all="ignore")
 def join2(lo, hi) -> np.ndarray:
     """(element 0, element 1) uint16 → packed uint32 (element 0 in the low half)."""
     return np.asarray(lo).astype(np.uint32) | (np.asarray(hi).astype(np.uint32) << np.uint32(16))

@@ -34,6 +34,7 @@ def _canon(x: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(x), nan, x).astype(x.dtype, copy=False)
 
 
+@np.errstate(all="ignore")
 def flush_subnormal(x: np.ndarray) -> np.ndarray:
     """``.ftz`` for f32: a subnormal becomes a zero of the same sign (other values unchanged)."""
     x = np.asarray(x)
@@ -42,6 +43,7 @@ def flush_subnormal(x: np.ndarray) -> np.ndarray:
     return np.where(sub, np.copysign(np.float32(0), x), x).astype(x.dtype, copy=False)
 
 
+@np.errstate(all="ignore")
 def saturate(x: np.ndarray) -> np.ndarray:
     """``.sat``: clamp to [0.0, 1.0]; NaN and -0.0 become +0.0."""
     x = np.asarray(x)
@@ -61,6 +63,7 @@ def _finish(r64: np.ndarray, dtype, ftz: bool, sat: bool, ops=(), first_nan=Fals
     return _canon(r)
 
 
+@np.errstate(all="ignore")
 def propagate_nan_f64(r: np.ndarray, ops, first_nan: bool = False) -> np.ndarray:
     """The H200's f64 NaN result: the last (``first_nan``: the first) NaN among ``ops``,
     quieted; a NaN from non-NaN operands → 0xfff8000000000000."""
@@ -129,6 +132,7 @@ def _exact_lanes(fn, lanes: np.ndarray, mode: str, *arrays: np.ndarray) -> np.nd
 # ----------------------------------------------------------------------------- add sub mul fma
 
 
+@np.errstate(all="ignore")
 def add(a, b, rnd: str = "rn", ftz: bool = False, sat: bool = False) -> np.ndarray:
     """``add{.rnd}{.ftz}{.sat}.f32`` / ``add{.rnd}.f64``: a + b, one rounding with ``rnd``."""
     dt, (a, b) = _prep((a, b), ftz)
@@ -147,6 +151,7 @@ def add(a, b, rnd: str = "rn", ftz: bool = False, sat: bool = False) -> np.ndarr
     return _finish(r, dt, ftz, sat, (a64, b64))
 
 
+@np.errstate(all="ignore")
 def sub(a, b, rnd: str = "rn", ftz: bool = False, sat: bool = False) -> np.ndarray:
     """``sub``: a - b (exactly ``add(a, -b)``, NaN excepted, which is canonical anyway)."""
     return add(a, -np.asarray(b), rnd, ftz, sat)
@@ -169,6 +174,7 @@ def _overflow(s, rnd):
     return np.where(away, s, np.copysign(F64.max_finite, s))
 
 
+@np.errstate(all="ignore")
 def mul(a, b, rnd: str = "rn", ftz: bool = False, sat: bool = False) -> np.ndarray:
     """``mul{.rnd}{.ftz}{.sat}.f32`` / ``mul{.rnd}.f64``: a * b."""
     dt, (a, b) = _prep((a, b), ftz)
@@ -191,6 +197,7 @@ def mul(a, b, rnd: str = "rn", ftz: bool = False, sat: bool = False) -> np.ndarr
     return _finish(r, dt, ftz, sat, (a64, b64))
 
 
+@np.errstate(all="ignore")
 def fma(a, b, c, rnd: str = "rn", ftz: bool = False, sat: bool = False) -> np.ndarray:
     """``fma.rnd{.ftz}{.sat}.f32`` / ``fma.rnd.f64`` (and ``mad.rnd``): a*b + c with ONE
     rounding. f32: exact product in float64 + TwoSum. f64: TwoProduct, TwoSum and a
@@ -215,7 +222,10 @@ def fma(a, b, c, rnd: str = "rn", ftz: bool = False, sat: bool = False) -> np.nd
     r = round_pair(z, rest_sign, F64, rnd)
     with np.errstate(all="ignore"):
         p0 = a64 * b64
-    r = np.where(ok, _zero_sum_sign(r, p0, c64, rnd, (z == 0) & (rest_sign == 0)), naive)
+    exact_zero = (z == 0) & (rest_sign == 0)
+    with np.errstate(all="ignore"):
+        r = np.where(exact_zero, p0 + c64, r)  # IEEE's sign of an exact zero sum (rn)
+    r = np.where(ok, _zero_sum_sign(r, p0, c64, rnd, exact_zero), naive)
     slow = finite_in & ~ok
     if slow.any():
         r[slow] = _exact_lanes(lambda x, y, w: x * y + w, slow, rnd, a64, b64, c64)
@@ -247,6 +257,7 @@ def _fma64_rn(a, b, c):
 # ----------------------------------------------------------------------------- div rcp sqrt
 
 
+@np.errstate(all="ignore")
 def div(a, b, rnd: str = "rn", ftz: bool = False) -> np.ndarray:
     """``div.rnd{.ftz}.f32`` / ``div.rnd.f64`` (IEEE, correctly rounded with ``rnd``),
     ``div.full{.ftz}.f32`` (rnd="full": ISA bound 2 ulp; here the correctly rounded value) and
@@ -295,6 +306,7 @@ def _residual_div(a, b, s, lanes):
     return e, ok
 
 
+@np.errstate(all="ignore")
 def rcp(a, rnd: str = "rn", ftz: bool = False) -> np.ndarray:
     """``rcp.rnd{.ftz}.f32`` / ``rcp.rnd.f64``: 1/a correctly rounded. ``rcp.approx`` lives in
     ``approx.rcp_approx`` (bound stated there)."""
@@ -302,6 +314,7 @@ def rcp(a, rnd: str = "rn", ftz: bool = False) -> np.ndarray:
     return div(np.ones_like(a), a, rnd, ftz)
 
 
+@np.errstate(all="ignore")
 def sqrt(a, rnd: str = "rn", ftz: bool = False) -> np.ndarray:
     """``sqrt.rnd{.ftz}.f32`` / ``sqrt.rnd.f64``: correctly rounded square root (sqrt(-0) = -0,
     negative → NaN)."""
@@ -341,12 +354,14 @@ def _sqrt_exact_lanes(lanes, rnd, a64):
 # ----------------------------------------------------------------------------- min max abs neg
 
 
+@np.errstate(all="ignore")
 def fmin(a, b, ftz: bool = False, nan: bool = False) -> np.ndarray:
     """``min{.ftz}{.NaN}.f32`` / ``min.f64``: the smaller; -0.0 < +0.0. One NaN operand →
     the other operand; both NaN → canonical NaN. ``.NaN`` (nan=True): any NaN → canonical."""
     return _minmax(a, b, ftz, nan, np.less)
 
 
+@np.errstate(all="ignore")
 def fmax(a, b, ftz: bool = False, nan: bool = False) -> np.ndarray:
     """``max{.ftz}{.NaN}.f32`` / ``max.f64``: as ``fmin``, the larger; +0.0 > -0.0."""
     return _minmax(a, b, ftz, nan, np.greater)
@@ -366,6 +381,7 @@ def _minmax(a, b, ftz, nan, better):
     return _canon(r.astype(dt))
 
 
+@np.errstate(all="ignore")
 def fabs(a, ftz: bool = False) -> np.ndarray:
     """``abs{.ftz}.f32`` / ``abs.f64``: clears the sign bit. f32 NaN → canonical NaN (H200);
     f64 NaN keeps its bits but the sign (not measured)."""
@@ -374,6 +390,7 @@ def fabs(a, ftz: bool = False) -> np.ndarray:
     return _canon(r) if dt == np.float32 else r
 
 
+@np.errstate(all="ignore")
 def fneg(a, ftz: bool = False) -> np.ndarray:
     """``neg{.ftz}.f32`` / ``neg.f64``: flips the sign bit. f32 NaN → canonical NaN (H200)."""
     dt, (a,) = _prep((a,), ftz)
@@ -381,6 +398,7 @@ def fneg(a, ftz: bool = False) -> np.ndarray:
     return _canon(r) if dt == np.float32 else r
 
 
+@np.errstate(all="ignore")
 def copysign(a, b) -> np.ndarray:
     """``copysign.f32 d, a, b``: b's magnitude with a's sign (PTX operand order)."""
     a, b = np.asarray(a), np.asarray(b)
@@ -392,6 +410,7 @@ def copysign(a, b) -> np.ndarray:
 _CMP = ("eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan")
 
 
+@np.errstate(all="ignore")
 def setp(cmp: str, a, b, ftz: bool = False) -> np.ndarray:
     """``setp.cmp{.ftz}.f32/.f64`` (and the compare of ``set``/``slct``): a bool array.
     Ordered (eq ne lt le gt ge) are false when either operand is NaN; unordered (equ neu ltu
@@ -417,6 +436,7 @@ def setp(cmp: str, a, b, ftz: bool = False) -> np.ndarray:
     return (r & ~un) if len(cmp) == 2 else (r | un)
 
 
+@np.errstate(all="ignore")
 def testp(op: str, a) -> np.ndarray:
     """``testp.op.f32/.f64``: finite, infinite, number, notanumber, normal, subnormal."""
     a = np.asarray(a)

@@ -89,21 +89,25 @@ def _arith(op: str, rnd: str, ftz: bool, sat: bool, relu: bool):
     return fn
 
 
+@np.errstate(all="ignore")
 def add(a, b, t: str, rnd: str = "rn", ftz: bool = False, sat: bool = False) -> np.ndarray:
     """``add{.rnd}{.ftz}{.sat}.{f16,f16x2,bf16,bf16x2}``."""
     return _elementwise(t, _arith("add", rnd, ftz, sat, False), a, b)
 
 
+@np.errstate(all="ignore")
 def sub(a, b, t: str, rnd: str = "rn", ftz: bool = False, sat: bool = False) -> np.ndarray:
     """``sub{.rnd}{.ftz}{.sat}.{f16,f16x2,bf16,bf16x2}``."""
     return _elementwise(t, _arith("sub", rnd, ftz, sat, False), a, b)
 
 
+@np.errstate(all="ignore")
 def mul(a, b, t: str, rnd: str = "rn", ftz: bool = False, sat: bool = False) -> np.ndarray:
     """``mul{.rnd}{.ftz}{.sat}.{f16,f16x2,bf16,bf16x2}``."""
     return _elementwise(t, _arith("mul", rnd, ftz, sat, False), a, b)
 
 
+@np.errstate(all="ignore")
 def fma(a, b, c, t: str, rnd: str = "rn", ftz: bool = False, sat: bool = False,
         relu: bool = False) -> np.ndarray:  # fmt: skip
     """``fma.rnd{.ftz}{.sat|.relu}.{f16,f16x2,bf16,bf16x2}``: a*b + c, one rounding."""
@@ -131,17 +135,20 @@ def _minmax_fn(smaller: bool, ftz: bool, nan: bool, relu: bool):
     return fn
 
 
+@np.errstate(all="ignore")
 def hmin(a, b, t: str, ftz: bool = False, nan: bool = False, relu: bool = False) -> np.ndarray:
     """``min{.ftz}{.NaN}{.relu}.{f16,f16x2,bf16,bf16x2}``: -0 < +0; one NaN → the other;
     both NaN (or any NaN with ``.NaN``) → canonical NaN."""
     return _elementwise(t, _minmax_fn(True, ftz, nan, relu), a, b)
 
 
+@np.errstate(all="ignore")
 def hmax(a, b, t: str, ftz: bool = False, nan: bool = False, relu: bool = False) -> np.ndarray:
     """``max{.ftz}{.NaN}{.relu}.{f16,f16x2,bf16,bf16x2}``."""
     return _elementwise(t, _minmax_fn(False, ftz, nan, relu), a, b)
 
 
+@np.errstate(all="ignore")
 def hneg(a, t: str, ftz: bool = False) -> np.ndarray:
     """``neg{.ftz}.{f16,f16x2,bf16,bf16x2}``: flips each sign bit (a NaN stays a NaN)."""
 
@@ -153,6 +160,7 @@ def hneg(a, t: str, ftz: bool = False) -> np.ndarray:
     return _elementwise(t, fn, a)
 
 
+@np.errstate(all="ignore")
 def habs(a, t: str, ftz: bool = False) -> np.ndarray:
     """``abs{.ftz}.{f16,f16x2,bf16,bf16x2}``: clears each sign bit."""
 
@@ -164,6 +172,7 @@ def habs(a, t: str, ftz: bool = False) -> np.ndarray:
     return _elementwise(t, fn, a)
 
 
+@np.errstate(all="ignore")
 def encode_flushed(x: np.ndarray, kind: str) -> np.ndarray:
     """uint16 patterns with subnormals replaced by the zero of their sign."""
     sub = ((x & np.uint16(0x7FFF)) != 0) & (
@@ -174,6 +183,7 @@ def encode_flushed(x: np.ndarray, kind: str) -> np.ndarray:
     return np.where(sub, x & np.uint16(0x8000), x).astype(np.uint16)
 
 
+@np.errstate(all="ignore")
 def setp(cmp: str, a, b, t: str, ftz: bool = False):
     """``setp.cmp{.ftz}.{f16,bf16}`` → bool array; for x2 types (``setp.cmp.f16x2 p|q``) a
     pair (element 0's predicate, element 1's)."""
@@ -189,6 +199,7 @@ def setp(cmp: str, a, b, t: str, ftz: bool = False):
     return fsetp(cmp, x, y)
 
 
+@np.errstate(all="ignore")
 def to_float64(a, t: str) -> np.ndarray:
     """Values of f16/bf16 patterns as float64 (x2 types: shape [..., 2], element 0 first)."""
     kind = _kind(t)

@@ -108,6 +108,17 @@ def round_pair(s: np.ndarray, e: np.ndarray, fmt: Format, mode: str = "rn") -> n
         qexp = np.maximum(exp - 1, fmt.emin) - (fmt.precision - 1)
         x = np.ldexp(ss, -qexp)  # exact: a power-of-two scaling
         ex = np.ldexp(ee, -qexp)
+        # |s| a power of two with the exact value just inside it: the value lies in the
+        # binade below, whose quantum is half as large
+        finer = (
+            (np.abs(x) == 2.0 ** (fmt.precision - 1))
+            & (ex != 0)
+            & (np.signbit(ex) != np.signbit(x))
+            & (qexp > fmt.emin - (fmt.precision - 1))
+        )
+        qexp = np.where(finer, qexp - 1, qexp)
+        x = np.where(finer, 2 * x, x)
+        ex = np.where(finer, 2 * ex, ex)
         n = np.floor(x)
         frac = x - n  # exact (x has at most 53 significant bits)
         # value exactly on the grid but with a negative rest: it lies just below n

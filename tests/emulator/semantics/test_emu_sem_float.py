@@ -75,6 +75,12 @@ def test_random_against_exact_rationals(t, op, rnd):
         b[n // 3 : 2 * n // 3] = (
             -a[n // 3 : 2 * n // 3] * (1 + rng.uniform(-1e-6, 1e-6, n // 3))
         ).astype(a.dtype)
+        # powers of two with a tiny operand of the other sign: the result sits just below a
+        # binade boundary, where the quantum halves
+        k = rng.integers(-60, 60, 40)
+        a[-40:] = np.ldexp(1.0, k) * rng.choice([-1.0, 1.0], 40)
+        b[-40:] = -np.sign(a[-40:]) * np.ldexp(1.0, k - rng.integers(20, 80, 40))
+        c[-40:] = b[-40:]
     args = {"add": (a, b), "mul": (a, b), "div": (a, b), "fma": (a, b, c)}[op]
     got = {"add": fp.add, "mul": fp.mul, "div": fp.div, "fma": fp.fma}[op](*args, rnd=rnd)
     tobits = f32_bits if t == "f32" else f64_bits
