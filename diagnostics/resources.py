@@ -17,6 +17,7 @@ import asyncio
 import re
 from dataclasses import dataclass
 
+from ptxls.frontend.demangle import readable
 from ptxls.frontend.ptx import parse_ptx, scan_header
 from ptxls.frontend.ptxas_report import EntryUsage, parse_ptxas_verbose
 from ptxls.toolchain.discovery import find_ptxas
@@ -226,7 +227,7 @@ def format_usage_markdown(
     parts = []
     for u in items:
         kind = "kernel" if u.is_entry else "function"
-        lines = [f"**{kind} `{u.name}`** — ptxas -v, {u.arch}"]
+        lines = [f"**{kind} `{readable(u.name)}`** — ptxas -v, {u.arch}"]  # CUDA: demangled
         if u.registers is not None:
             lines.append(f"- registers: {u.registers} per thread")
         spill = f"**{u.spill_stores} B stored, {u.spill_loads} B loaded**" if u.spills else "none"

@@ -6,6 +6,8 @@ Plain strings and dicts; the CLI prints them, the server writes/returns them.
 
 from __future__ import annotations
 
+from ptxls.frontend.demangle import demangle, readable, short_name
+
 from .sass import SassEntry, SassReport
 
 HOVER_MAX_INSTRUCTIONS = 24
@@ -26,7 +28,7 @@ def entry_summary(entry: SassEntry, arch: str) -> str:
     classes = ", ".join(f"{c} {entry.class_counts[c]}" for c in _ordered(entry.class_counts))
     kind = "entry" if entry.is_entry else "function"
     return (
-        f"{entry.name} ({kind}, {arch}): {regs}{spills}, "
+        f"{readable(entry.name)} ({kind}, {arch}): {regs}{spills}, "
         f"{entry.instruction_count} instructions ({classes})"
     )
 
@@ -112,7 +114,7 @@ def render_markdown(report: SassReport, kernel: str | None = None) -> str:
     for e in selected(report, kernel):
         classes = ", ".join(f"{c} {e.class_counts[c]}" for c in _ordered(e.class_counts))
         regs = "?" if e.registers is None else str(e.registers)
-        out.append(f"| `{e.name}` | {regs} | {e.instruction_count} | {classes} |")
+        out.append(f"| `{short_name(e.name)}` | {regs} | {e.instruction_count} | {classes} |")
     out += ["", "```", render_text(report, kernel).rstrip("\n"), "```"]
     return "\n".join(out) + "\n"
 
@@ -133,6 +135,7 @@ def _entry_json(entry: SassEntry) -> dict:
     usage = entry.usage
     return {
         "name": entry.name,
+        "signature": demangle(entry.name),  # the C++ signature of a CUDA kernel, else the name
         "is_entry": entry.is_entry,
         "registers": entry.registers,
         "spill_stores": usage.spill_stores if usage else None,

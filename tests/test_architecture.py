@@ -35,10 +35,16 @@ KNOWN_VIOLATIONS: dict[tuple[str, str], str] = {}
 
 
 def rooms() -> dict[str, Path]:
-    """room → folder, from pyproject's package-dir table (``ptxls.<room>`` only)."""
+    """room → folder, from pyproject's packages (``ptxls.<room>`` only): each is a link
+    src/ptxls/<room> to the room's folder (see tests/test_packaging.py)."""
     table = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    dirs = table["tool"]["setuptools"]["package-dir"]
-    return {p.split(".")[1]: ROOT / d for p, d in dirs.items() if p.count(".") == 1}
+    packages = table["tool"]["setuptools"]["packages"]
+    src = ROOT / table["tool"]["setuptools"]["package-dir"][""]
+    return {
+        p.split(".")[1]: src.joinpath(*p.split(".")).resolve()
+        for p in packages
+        if p.count(".") == 1
+    }
 
 
 def allowed_arrows() -> dict[str, set[str]]:
