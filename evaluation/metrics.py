@@ -104,6 +104,7 @@ def _row_summary(recs: list[SampleRecord], ks: tuple[int, ...], pricing: Pricing
         "tokens_per_solved_task": (prompt + completion) / solved if solved else None,
         "requests": sum(r.requests for r in recs),
         "retries": sum(r.retries for r in recs),
+        "replies_without_usage": sum(r.usage_missing for r in recs),
         "cost_usd": pricing.cost(prompt, completion),
         "sample_wall_s": sum(r.wall_s for r in recs),
         "categories": {c: n for c in CATEGORIES if (n := sum(r.category == c for r in recs if not r.passed))},

@@ -49,6 +49,7 @@ class SampleRecord:
     reasoning_tokens: int = 0
     requests: int = 0
     retries: int = 0  # requests retried (429, dropped streams, 5xx)
+    usage_missing: int = 0  # replies that reported no token usage (streamed, without usage)
     wall_s: float = 0.0
     transcript: str = ""  # relative to the run directory
     ptx: str = ""  # relative path of the PTX that was tested (baselines)

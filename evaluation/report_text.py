@@ -90,6 +90,12 @@ def summary_table(summary: dict, info: dict | None = None) -> str:
                 f"(reasoning {t.get('reasoning', 0)}); {r.get('requests', 0)} requests, "
                 f"{r.get('retries', 0)} retried; samples' own time {r.get('sample_wall_s', 0):.1f} s"
             )
+            if r.get("replies_without_usage"):
+                lines.append(
+                    f"llm tokens: {r['replies_without_usage']} replies reported no usage (a "
+                    "streamed reply carries none unless the endpoint adds it): counts are low; "
+                    "PTXLS_LLM_STREAM=false makes every reply report it"
+                )
     llm = summary.get("llm") or next(iter(summary.values()), None)
     if llm and llm.get("families"):
         k = ks[-1] if ks else "1"

@@ -17,6 +17,7 @@ _OOB = re.compile(
     r"outside (any|its|the) (allocation|buffer)",
     re.IGNORECASE,
 )
+_TRUNCATED = re.compile(r"cut off|token limit", re.IGNORECASE)
 _HANG = re.compile(r"\btimeout\b|\bhung\b|did not finish|instruction budget", re.IGNORECASE)
 
 
@@ -61,6 +62,10 @@ def failure_category(loop_result, outcome_message: str = "") -> str:
         "budget" in (c.error or "") for c in loop_result.candidates
     ):
         return "timeout"
+    if furthest.outcome == "ptxas" and _TRUNCATED.search((furthest.feedback or "")[:300]):
+        # the reply was cut at the token limit and its half module failed ptxas: the cut is
+        # the cause (the loop puts the cut first in the feedback)
+        return "truncation"
     return round_category(furthest.outcome, furthest.summary, furthest.feedback)
 
 
@@ -73,7 +78,7 @@ def token_counts(records: list[dict]) -> dict:
     """Tokens the endpoint reported in a transcript's replies (OpenAI's usage fields; reasoning
     tokens under completion_tokens_details or top-level ``reasoning_tokens``)."""
     out = {"prompt_tokens": 0, "completion_tokens": 0, "reasoning_tokens": 0, "requests": 0,
-           "retries": 0}  # fmt: skip
+           "retries": 0, "usage_missing": 0}  # fmt: skip
     for r in records:
         kind = r.get("kind")
         if kind == "retry":
@@ -82,7 +87,9 @@ def token_counts(records: list[dict]) -> dict:
             continue
         out["requests"] += 1
         usage = r.get("usage") or {}
-        if not isinstance(usage, dict):
+        if not isinstance(usage, dict) or not usage:
+            # a streamed reply carries usage only where the endpoint adds it unasked
+            out["usage_missing"] += kind == "reply"
             continue
         out["prompt_tokens"] += _int(usage.get("prompt_tokens"))
         out["completion_tokens"] += _int(usage.get("completion_tokens"))
