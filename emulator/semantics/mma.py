@@ -120,12 +120,10 @@ def _ab(shape, etype):
     )
 
 
-def matrix_to_fragments(
-    mat: np.ndarray, shape: str, operand: str, etype: str, ab_type: str
-) -> np.ndarray:
-    """Inverse of ``fragments_to_matrix`` for C/D (or A/B, for tests): [nw, r, c] float64 →
-    registers [nw, 32, nregs] in ``etype`` (rounded to nearest)."""
-    row, col = layout(shape, operand, ab_type if operand == "c" else etype)
+def matrix_to_fragments(mat: np.ndarray, shape: str, operand: str, etype: str) -> np.ndarray:
+    """Inverse of ``fragments_to_matrix``: [nw, rows, cols] float64 → registers [nw, 32,
+    nregs] of ``etype`` (rounded to nearest; f16/bf16 pairs packed low element first)."""
+    row, col = layout(shape, operand, etype)
     vals = mat[:, row, col]
     if etype in ("f16", "bf16"):
         bits = encode(vals, etype)
