@@ -20,9 +20,14 @@ Nothing else: no other attribute, no name starting with '_', no lambda, comprehe
 def, or call of anything not listed. What is refused is named in the message.
 
 Every step is bounded, because a reference can also be a denial of service: Python integers
-stay under 2**128 (``9**9**9`` is refused before it runs), an array result may not exceed
-``MAX_ELEMENTS`` (checked before broadcasting, matmul, repeat, arange, zeros… allocate), a
-matrix product may not exceed ``MAX_MATMUL_FLOPS``, and the whole reference has a deadline.
+stay under 2**128 (``9**9**9`` is refused before it runs); every call is bound to its
+function's parameters and refused by what it would create and cost *before* numpy runs
+(``ref_limits.py``: one rule per listed function and method, in every calling form), and so
+is indexing: an array result may not exceed ``MAX_ELEMENTS``, a matrix product
+``MAX_MATMUL_FLOPS`` multiply-adds (``MAX_LOOP_MACS`` where BLAS does not compute it), a sort,
+``diff`` or ``roll`` ``MAX_WORK`` element operations; the deadline is checked between steps,
+and each step is bounded to seconds. The reference runs in the GPU worker, a process the
+supervisor kills when a request outlasts its timeout.
 
 A person who trusts a workspace may run references the whitelist cannot express: ``run`` with
 ``trusted=True`` falls back to Python's ``eval`` over numpy for a program ``check`` refuses (the
@@ -42,8 +47,16 @@ import warnings
 
 import numpy as np
 
+from . import ref_limits
+
 MAX_TEXT = 20_000  # characters in one reference
 MAX_MATMUL_FLOPS = 1 << 37  # ~137 G multiply-adds (a 4096³ GEMM is 69 G): seconds, not hours
+# A product BLAS does not compute (integers, float16, bool) runs numpy's own loop at 0.1-0.8 G
+# multiply-adds per second (int64 2048³ took 70 s): 2^30 is seconds.
+MAX_LOOP_MACS = 1 << 30
+# Element operations of one call beyond its result (a sort is n·log n, diff of order k is k
+# passes, roll by k shifts k copies): 2^32 is seconds, the deadline is checked between calls.
+MAX_WORK = 1 << 32
 MAX_INT_BITS = 128
 MAX_STRING = 32
 DEFAULT_DEADLINE_S = 60.0
@@ -611,8 +624,10 @@ class _Evaluator:
         obj = self.expr(target.value)
         if not isinstance(obj, np.ndarray):
             raise self.fail("only arrays can be assigned into")
+        index = self.expr(target.slice)
+        self.check_index(obj, index)
         try:
-            obj[self.expr(target.slice)] = value
+            obj[index] = value
         except (IndexError, ValueError, TypeError) as e:
             raise self.fail(str(e)) from None
 
@@ -723,9 +738,7 @@ class _Evaluator:
         if not isinstance(base, np.ndarray | np.generic | tuple | list):
             raise self.fail(f"a {type(base).__name__} cannot be indexed")
         index = self.expr(node.slice)
-        if isinstance(index, np.ndarray) and index.dtype != bool:
-            # Fancy indexing allocates one element per index.
-            self.check_size(index.size)
+        self.check_index(base, index)  # fancy indexing allocates the broadcast of its indices
         return base[index]
 
     # -- operators
@@ -794,18 +807,22 @@ class _Evaluator:
         for value in [*args, *kwargs.values()]:
             self.check_argument(value)
         if isinstance(fn, _Method):
-            self.check_call(fn.name, [fn.obj, *args], kwargs)
-            return getattr(fn.obj, fn.name)(*args, **kwargs)
-        name = getattr(fn, "__name__", "")
-        allowed = (
-            any(fn is v for v in BUILTINS.values())
-            or any(fn is getattr(np, f, None) for f in FUNCTIONS)
-            or any(fn is getattr(math, f, None) for f in MATH)
-            or any(fn is v for v in CONSTANTS.values() if v is not None)
+            bound = self.check_call(fn.name, [fn.obj, *args], kwargs, method=True)
+            return getattr(fn.obj, fn.name)(*bound.call_args[1:], **bound.call_kwargs)
+        listed = _NUMPY_NAMES.get(id(fn))
+        if listed is not None:
+            bound = self.check_call(listed, args, kwargs)
+            return fn(*bound.call_args, **bound.call_kwargs)
+        scalar_only = any(fn is v for v in BUILTINS.values()) or any(
+            fn is getattr(math, f, None) for f in MATH
         )
-        if not allowed:
-            raise self.fail(f"'{name or type(fn).__name__}' is not a function a reference may call")
-        self.check_call(name, args, kwargs)
+        if not scalar_only:
+            name = getattr(fn, "__name__", "") or type(fn).__name__
+            raise self.fail(f"'{name}' is not a function a reference may call")
+        # float/int/bool/len and math.NAME take scalars (an array of one element at most)
+        for value in [*args, *kwargs.values()]:
+            if isinstance(value, np.ndarray) and value.size > 1 and fn is not len:
+                raise self.fail(f"{getattr(fn, '__name__', 'this')}() takes a number")
         return fn(*args, **kwargs)
 
     # -- size guards, before numpy allocates
@@ -849,74 +866,53 @@ class _Evaluator:
         self.check_size(math.prod(shape))
 
     def check_matmul(self, a, b) -> None:
-        sa, sb = np.shape(a), np.shape(b)
-        if not sa or not sb:
-            return
-        m = math.prod(sa[:-1]) if len(sa) > 1 else 1
-        k = sa[-1]
-        ncols = sb[-1] if len(sb) > 1 else 1
-        batch = math.prod(sb[:-2]) if len(sb) > 2 else 1
-        self.check_size(m * ncols * batch)
-        if m * k * ncols * batch > MAX_MATMUL_FLOPS:
-            raise self.fail(f"a matrix product of {m}x{k}x{ncols} (at most {MAX_MATMUL_FLOPS} "
-                            "multiply-adds)")  # fmt: skip
+        try:
+            elements, macs, blas = ref_limits.product(a, b, "matmul")
+        except ref_limits.LimitError as e:
+            raise self.fail(f"@: {e}") from None
+        self.check_size(elements)
+        self.check_macs("@", macs, blas)
 
-    def check_call(self, name: str, args: list, kwargs: dict) -> None:
-        arrays = [a for a in [*args, *kwargs.values()] if isinstance(a, np.ndarray | np.generic)]
-        if name in ("zeros", "ones", "full", "empty"):
-            self.check_size(_shape_count(args[0] if args else kwargs.get("shape", 0)))
-        elif name in ("arange", "linspace"):
-            nums = [x for x in args if isinstance(x, int | float) and not isinstance(x, bool)]
-            if name == "linspace":
-                count = args[2] if len(args) > 2 else kwargs.get("num", 50)
-            elif len(nums) == 1:
-                count = nums[0]
-            elif len(nums) >= 2:
-                step = nums[2] if len(nums) > 2 else 1
-                count = (nums[1] - nums[0]) / step if step else MAX_ELEMENTS + 1
-            else:
-                count = 0
-            self.check_size(int(max(0, math.ceil(float(count)))))
-        elif name == "repeat":
-            reps = args[1] if len(args) > 1 else kwargs.get("repeats", 1)
-            if np.ndim(reps):
-                self.check_size(int(np.sum(reps)))
-            else:
-                self.check_size(int(np.size(args[0])) * max(0, int(reps)))
-        elif name == "tile":
-            reps = args[1] if len(args) > 1 else kwargs.get("reps", 1)
-            self.check_size(int(np.size(args[0])) * _shape_count(reps))
-        elif name in ("concatenate", "stack", "hstack", "vstack"):
-            parts = args[0] if args else ()
-            self.check_size(sum(int(np.size(p)) for p in parts))
-        elif name == "diff":
-            order = args[1] if len(args) > 1 else kwargs.get("n", 1)
-            if not 0 <= int(order) <= max(1, int(np.size(args[0]))):
-                raise self.fail(f"diff of order {order}")
-        elif name in ("bincount",):
-            x = args[0] if args else kwargs.get("x")
-            top = int(np.max(x)) + 1 if np.size(x) else 0
-            self.check_size(max(top, int(kwargs.get("minlength", 0) or 0)))
-        elif name in ("outer",):
-            self.check_size(math.prod(np.size(a) for a in args[:2]))
-        elif name in ("dot", "matmul", "inner", "vdot") and len(args) >= 2:
-            self.check_matmul(args[0], args[1])
-        elif name in ("broadcast_to",):
-            self.check_size(_shape_count(args[1] if len(args) > 1 else kwargs.get("shape", 0)))
-        elif name == "pad":
-            width = args[1] if len(args) > 1 else kwargs.get("pad_width", 0)
-            self.check_size(_padded(args[0], width))
-        elif name in ("full_like", "zeros_like", "ones_like", "copy", "asarray", "array"):
-            pass  # no larger than their argument
-        elif name in ("reshape",) and len(args) > 1:
-            pass  # same element count, numpy checks
-        elif name in ("astype", "view", "item"):
-            pass
-        elif arrays and name not in ("sum", "mean", "max", "min", "var", "std", "prod"):
-            self.check_broadcast(*arrays)
+    def check_call(self, name: str, args: list, kwargs: dict, *, method: bool = False):
+        """Bind the call to the function's parameters and refuse it by what it would create
+        and cost (``ref_limits``: one rule per listed function and method), before numpy runs.
+        Returns the binding: the call numpy gets is rebuilt from it."""
+        try:
+            cost, bound = ref_limits.call_cost(name, args, kwargs, method=method)
+        except ref_limits.LimitError as e:
+            raise self.fail(str(e)) from None
+        except (TypeError, ValueError, OverflowError) as e:
+            raise self.fail(f"{name}(): {e}") from None
+        if cost.elements > MAX_ELEMENTS:
+            raise self.fail(f"{name}() would create an array of {cost.elements} elements (at "
+                            f"most {MAX_ELEMENTS})")  # fmt: skip
+        if ref_limits.FUNCTION_RULES.get(name, ref_limits.METHOD_RULES.get(name)).matmul:
+            self.check_macs(name, cost.work, cost.blas)
+        elif cost.work > MAX_WORK:
+            raise self.fail(f"{name}() would take {cost.work} element operations (at most "
+                            f"{MAX_WORK})")  # fmt: skip
         for a in [*args, *kwargs.values()]:
             if isinstance(a, list | tuple) and len(a) > MAX_ELEMENTS:
                 self.check_size(len(a))
+        return bound
+
+    def check_macs(self, what: str, macs: int, blas: bool) -> None:
+        limit = MAX_MATMUL_FLOPS if blas else MAX_LOOP_MACS
+        if macs > limit:
+            kind = "" if blas else " in a type BLAS does not compute (integers, float16, bool)"
+            raise self.fail(f"{what}: a product of {macs} multiply-adds{kind} (at most {limit})")
+
+    def check_index(self, base, index) -> None:
+        """``a[i, j]`` with index arrays: bounded by the broadcast of the index arrays' shapes,
+        before numpy builds it."""
+        if isinstance(base, np.ndarray | np.generic):
+            try:
+                elements = ref_limits.index_result(tuple(base.shape), index)
+            except ref_limits.LimitError as e:
+                raise self.fail(f"index: {e}") from None
+            if elements > MAX_ELEMENTS:
+                raise self.fail(f"indexing would create an array of {elements} elements (at "
+                                f"most {MAX_ELEMENTS})")  # fmt: skip
 
 
 def _as_dtype(value) -> np.dtype | None:
@@ -947,21 +943,6 @@ def _resident_bytes() -> int | None:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return None
-
-
-def _padded(base, width) -> int:
-    shape = np.shape(base)
-    w = np.broadcast_to(np.asarray(width, dtype=np.int64), (len(shape), 2)) if shape else []
-    return math.prod(int(s) + int(lo) + int(hi) for s, (lo, hi) in zip(shape, w, strict=False))
-
-
-def _shape_count(shape) -> int:
-    if isinstance(shape, int | np.integer):
-        return max(0, int(shape))
-    try:
-        return math.prod(max(0, int(s)) for s in shape)
-    except TypeError:
-        return MAX_ELEMENTS + 1
 
 
 def _pyint(v) -> bool:
@@ -998,3 +979,7 @@ class _Module:
 class _Method:
     def __init__(self, obj, name: str):
         self.obj, self.name = obj, name
+
+
+# Listed numpy functions by identity (np.abs is np.absolute; np.bool_.__name__ is 'bool').
+_NUMPY_NAMES = {id(getattr(np, f)): f for f in sorted(FUNCTIONS) if hasattr(np, f)}
