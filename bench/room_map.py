@@ -16,16 +16,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def rooms() -> dict[str, Path]:
-    """Map each `ptxls.<room>` to its folder, read from pyproject's package-dir table."""
+    """Map each `ptxls.<room>` pyproject lists to its folder (src/ptxls/<room> links to it)."""
     import tomllib
 
     table = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    dirs = table["tool"]["setuptools"]["package-dir"]
     out = {}
-    for package, folder in dirs.items():
+    for package in table["tool"]["setuptools"]["packages"]:
         parts = package.split(".")
         if len(parts) == 2:
-            out[parts[1]] = ROOT / folder
+            out[parts[1]] = (ROOT / "src" / "ptxls" / parts[1]).resolve()
     return out
 
 

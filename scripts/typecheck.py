@@ -37,10 +37,11 @@ ERROR = re.compile(r"^(?P<path>[^:\s]+\.py):(?P<line>\d+): error: ")
 
 
 def package_dirs() -> dict[str, str]:
-    """`ptxls.<room>` → folder, the top level of pyproject's package-dir table."""
+    """`ptxls.<room>` → folder, for each room pyproject's packages list (src/ptxls/<room> links
+    to the folder of the same name)."""
     table = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    dirs = table["tool"]["setuptools"]["package-dir"]
-    return {pkg.split(".")[1]: folder for pkg, folder in dirs.items() if pkg.count(".") == 1}
+    packages = table["tool"]["setuptools"]["packages"]
+    return {pkg.split(".")[1]: pkg.split(".")[1] for pkg in packages if pkg.count(".") == 1}
 
 
 def build_links() -> Path:
