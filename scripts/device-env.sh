@@ -2,7 +2,7 @@
 # `run` tool). Source it from the repository root:  source scripts/device-env.sh
 #
 # - `import ptxls.<room>` works from the working tree (no pip install there, no network): the
-#   room folders are linked under a ptxls/ namespace folder, every room pyproject.toml maps;
+#   room folders are linked under a ptxls/ namespace folder, every room pyproject.toml lists;
 # - wheels carried in .whl/ (pygls, openai, pytest-lsp ... for the CLI, the server and the
 #   tests; name .whl in the run's carry list) are unpacked into /tmp/site and put on the path;
 # - $OUT (what the run tool brings back) exists: default /tmp/ptxls-out;
@@ -10,7 +10,7 @@
 _root=$(pwd)
 _site=/tmp/ptxls-site
 rm -rf "$_site" && mkdir -p "$_site/ptxls"
-for room in $(python3 -c 'import tomllib; d = tomllib.load(open("pyproject.toml", "rb"))["tool"]["setuptools"]["package-dir"]; print(*[k.split(".")[1] for k in d if k.count(".") == 1])'); do
+for room in $(python3 -c 'import tomllib; d = tomllib.load(open("pyproject.toml", "rb"))["tool"]["setuptools"]["packages"]; print(*[k.split(".")[1] for k in d if k.count(".") == 1])'); do
   ln -s "$_root/$room" "$_site/ptxls/$room"
 done
 export PYTHONPATH="$_site${PYTHONPATH:+:$PYTHONPATH}"
