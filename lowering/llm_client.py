@@ -37,6 +37,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .endpoint_errors import AUTH_WORDS, QUOTA_WORDS, ErrorFields, error_fields, stated_token_limit
 from .secrets import host_of, public_url, remember_secret, scrub
 from .settings import LlmSettings
 
@@ -44,6 +45,9 @@ log = logging.getLogger("ptxls.lowering.llm")
 
 MAX_RETRY_AFTER_S = 60.0
 TIMEOUT_RETRIES = 1  # a server that hung once will most likely hang again
+TOO_LONG_RETRIES = 1  # a repetition loop is a sampling accident: one more try
+# a stream that sent finish_reason but neither [DONE] nor a close: how long to wait for them
+FINISHED_STREAM_GRACE_S = 2.0
 
 
 class LlmError(Exception):
@@ -68,12 +72,15 @@ class ChatReply:
     streamed: bool = False
     reasoning: str = ""  # reasoning_content / reasoning fields: kept, never the answer
     notes: list[str] = field(default_factory=list)  # adaptations made for this request
+    read_notes: list[str] = field(default_factory=list)  # how the body was read (tool call …)
 
 
 # ---- what endpoints refused, per (endpoint, model), for the life of the process
 
 # parameter → what to send instead (None: drop it)
 _adapted: dict[tuple[str, str], dict[str, str | None]] = {}
+# the completion limit an endpoint stated in a refusal, per (endpoint, model)
+_limits: dict[tuple[str, str], int] = {}
 _adapted_lock = threading.Lock()
 _hosts_told: set[str] = set()
 
@@ -82,12 +89,13 @@ _hosts_told: set[str] = set()
 _TOKEN_PARAMS = ("max_tokens", "max_completion_tokens")
 # ``stream``: some proxies and servers answer 400 to streaming ("streaming is not supported");
 # the reply is then read whole.
-_ADAPTABLE = (*_TOKEN_PARAMS, "temperature", "seed", "reasoning_effort", "stream")
+_ADAPTABLE = (*_TOKEN_PARAMS, "temperature", "seed", "reasoning_effort", "stream", "stream_options")
 # a token limit the endpoint takes but not at this value ("max_tokens is too large: 8192 ...
 # supports at most 4096", vLLM's "maximum context length is 4096 tokens ... reduce the length")
 _TOO_LARGE = re.compile(
     r"(?i)too large|at most|maximum context|context length|context window|exceed|"
-    r"reduce the length|greater than|too many tokens"
+    r"reduce the length|greater than|too many tokens|maximum allowed|must be <=|"
+    r"less than or equal|context size"
 )
 _REFUSAL_WORDS = re.compile(
     r"(?i)unsupported|not supported|does not support|unrecognized|unknown|not allowed|"
@@ -102,48 +110,34 @@ def forget_adaptations() -> None:
     """Forget what endpoints refused (tests)."""
     with _adapted_lock:
         _adapted.clear()
+        _limits.clear()
         _hosts_told.clear()
 
 
-def _error_fields(exc) -> tuple[str | None, str | None, str]:
-    """(param, code, message) of an API error, from the SDK's parsed body and its text."""
+def _body_of(exc):
     body = getattr(exc, "body", None)
-    param = getattr(exc, "param", None)
-    code = getattr(exc, "code", None)
-    message = ""
-    if isinstance(body, dict):
-        inner = body.get("error") if isinstance(body.get("error"), dict) else body
-        param = param or inner.get("param")
-        code = code or inner.get("code")
-        detail = inner.get("detail")
-        if isinstance(detail, list):
-            # FastAPI/pydantic's 422: [{"loc": ["body", "temperature"], "msg": "..."}, …]
-            message, named = _pydantic_detail(detail)
-            param = param or named
-        else:
-            message = str(inner.get("message") or detail or "")
-        if not message and isinstance(inner.get("error"), str):  # Ollama: {"error": "..."}
-            message = inner["error"]
-        if not message and body:
-            message = json.dumps(body)[:2000]
-    elif isinstance(body, str):
-        message = body
-    text = f"{message}\n{exc}"
-    return (str(param) if param else None, str(code) if code else None, text)
+    if body is None:
+        resp = getattr(exc, "response", None)
+        try:
+            body = resp.text if resp is not None else None
+        except Exception:  # a streamed body not read: the SDK's own text then
+            body = None
+    return body
 
 
-def _pydantic_detail(detail: list) -> tuple[str, str | None]:
-    """(the items as "field: message; …", the one request field they name, if one)."""
-    parts, fields = [], set()
-    for item in detail[:20]:
-        if not isinstance(item, dict):
-            continue
-        loc = item.get("loc") if isinstance(item.get("loc"), list) else []
-        where = [str(x) for x in loc if str(x) not in ("body", "query")]
-        if where:
-            fields.add(where[0])
-        parts.append(f"{'.'.join(where) or 'request'}: {item.get('msg') or item.get('type') or ''}")
-    return "; ".join(parts)[:2000], (next(iter(fields)) if len(fields) == 1 else None)
+def _fields(exc) -> ErrorFields:
+    """The endpoint's words, parameter and code, from a body of any shape (endpoint_errors)."""
+    found = error_fields(_body_of(exc))
+    param = getattr(exc, "param", None) or found.param
+    code = getattr(exc, "code", None) or found.code
+    return ErrorFields(found.message, param, code, found.numbers)
+
+
+def _error_fields(exc) -> tuple[str | None, str | None, str]:
+    """(param, code, message) of an API error, from its body (any shape) and its text."""
+    f = _fields(exc)
+    text = f"{f.message}\n{exc}"
+    return (str(f.param) if f.param else None, str(f.code) if f.code else None, text)
 
 
 def api_error_text(exc) -> str:
@@ -205,7 +199,16 @@ def _retry_after(exc) -> float | None:
 
 
 class _Broken(Exception):
-    """A body that stopped mid-way (connection reset, bad chunking): retried like a 5xx."""
+    """A body that stopped mid-way (connection reset, bad chunking), an error object inside a
+    200 or inside the stream, a chunk with finish_reason "error": retried like a 5xx."""
+
+
+class _TooLong(Exception):
+    """A reply over the size cap (most often a repetition loop): retried once."""
+
+    def __init__(self, error: LlmError):
+        super().__init__(str(error))
+        self.error = error
 
 
 def limit_too_large(exc) -> bool:
@@ -243,6 +246,8 @@ class _Reading:
     finish: str | None = None
     model: str | None = None
     usage: dict | None = None
+    tool_call: bool = False  # the text came from tool-call arguments
+    unterminated: bool = False  # a stream that finished without [DONE] or a close
 
 
 def _content_text(value) -> str:
@@ -255,6 +260,22 @@ def _content_text(value) -> str:
             for p in value
         )
     return ""
+
+
+def _tool_arguments(calls, streamed: bool = False) -> str:
+    """The arguments of a message's tool calls (OpenAI's ``tool_calls[].function.arguments``),
+    joined: a model that answers through a tool puts its PTX there, often as a JSON string."""
+    if not isinstance(calls, list):
+        return ""
+    parts = []
+    for call in calls[:16]:
+        fn = call.get("function") if isinstance(call, dict) else None
+        args = fn.get("arguments") if isinstance(fn, dict) else None
+        if isinstance(args, str):
+            parts.append(args)
+        elif isinstance(args, dict):
+            parts.append(json.dumps(args))
+    return "".join(parts) if streamed else "\n".join(parts)
 
 
 def _reasoning_text(message: dict) -> str:
@@ -299,9 +320,11 @@ class LlmClient:
 
     def _params(self, seed: int | None, temperature: float | None) -> dict:
         s = self.settings
+        with _adapted_lock:
+            stated = _limits.get(self._key)
         params: dict = {
             "temperature": s.temperature if temperature is None else temperature,
-            self._token_param: s.max_tokens,
+            self._token_param: min(s.max_tokens, stated) if stated else s.max_tokens,
         }
         if seed is not None and s.seed is not None:
             params["seed"] = seed
@@ -309,6 +332,8 @@ class LlmClient:
             params["reasoning_effort"] = s.reasoning_effort
         if s.stream:
             params["stream"] = True
+            # the usage of a streamed reply comes in its last chunk only when asked for
+            params["stream_options"] = {"include_usage": True}
         with _adapted_lock:
             changes = dict(_adapted.get(self._key, {}))
         for name, instead in changes.items():
@@ -316,6 +341,8 @@ class LlmClient:
                 value = params.pop(name)
                 if instead:
                     params[instead] = value
+        if "stream" not in params:
+            params.pop("stream_options", None)  # only allowed with stream
         return params
 
     def _adapt(self, param: str, sent: dict, too_large: bool = False) -> str | None:
@@ -324,12 +351,32 @@ class LlmClient:
         with _adapted_lock:
             changes = _adapted.setdefault(self._key, {})
             if param in _TOKEN_PARAMS and too_large:
+                stated = stated_token_limit(self._refusal_fields, sent.get(param))
+                if stated.prompt_too_long:
+                    raise LlmError(
+                        "bad_request",
+                        f"{self.endpoint}: the prompt alone fills the model's context "
+                        f"({stated.context} tokens; it said: {self._refusal_fields.message[:200]}). "
+                        "Send fewer few-shot examples (ptxls.llm.fewshot / PTXLS_LLM_FEWSHOT, 0 "
+                        "allowed) or use a model or server with a longer context.",
+                        status=400,
+                    )
+                if stated.tokens and stated.tokens < (_limits.get(self._key) or 10**9):
+                    # the endpoint says what it takes: ask for that much, and say so
+                    _limits[self._key] = stated.tokens
+                    return (
+                        f"endpoint allows at most {stated.tokens} completion tokens (it refused "
+                        f"'{param}'={sent.get(param)}); sent {stated.tokens}. Set "
+                        f"ptxls.llm.maxTokens (PTXLS_LLM_MAX_TOKENS) to {stated.tokens} or "
+                        "less to skip this refusal"
+                    )
                 # the endpoint takes the parameter, not this value: let its own limit apply
                 original = next((k for k, v in changes.items() if v == param), param)
                 changes[original] = None
                 return (
-                    f"endpoint refused '{param}'={sent.get(param)} as too large; sent no token "
-                    "limit (the endpoint's own applies; lower ptxls.llm.maxTokens to set one)"
+                    f"endpoint refused '{param}'={sent.get(param)} as too large and stated no "
+                    "limit; sent no token limit (the endpoint's own applies; lower "
+                    "ptxls.llm.maxTokens to set one)"
                 )
             if param in _TOKEN_PARAMS:
                 other = _TOKEN_PARAMS[1] if param == _TOKEN_PARAMS[0] else _TOKEN_PARAMS[0]
@@ -353,6 +400,8 @@ class LlmClient:
             "seed": "no seed (replies may differ between runs)",
             "reasoning_effort": "no reasoning_effort (the model's default)",
             "stream": "no stream (the reply is read whole; the timeout then covers all of it)",
+            "stream_options": "no stream_options (the endpoint does not report a streamed "
+            "reply's token usage then)",
         }.get(param, f"no '{param}'")
         return f"endpoint refused '{param}' ({value!r}); sent {what}"
 
@@ -395,6 +444,14 @@ class LlmClient:
         if body is not None:  # a plain JSON body
             self._parse_plain(body, reading)
         text = "".join(reading.text)
+        read_notes = []
+        if reading.tool_call:
+            read_notes.append("the answer came as tool-call arguments; read like content")
+        if reading.unterminated:
+            read_notes.append(
+                f"the stream sent finish_reason '{reading.finish}' but neither [DONE] nor a "
+                f"close within {FINISHED_STREAM_GRACE_S:g} s; the text received is the reply"
+            )
         return ChatReply(
             text,
             reading.model or s.model or "",
@@ -404,6 +461,7 @@ class LlmClient:
             reading.usage,
             body is None,
             "".join(reading.reasoning),
+            read_notes=read_notes,
         )
 
     async def _read_body(self, raw, ctype: str, reading: _Reading, on_text, deadline):
@@ -415,24 +473,36 @@ class LlmClient:
         cap_bytes = cap_chars * 6 + 65536
         declared = raw.headers.get("content-length")
         if declared and declared.isdigit() and int(declared) > cap_bytes:
-            raise LlmError(
+            raise _TooLong(LlmError(
                 "too_long",
                 f"{self.endpoint} sent a reply of {int(declared)} bytes, over the limit of "
                 f"{cap_chars} characters (ptxls.llm.maxReplyChars); not read",
-            )
+            ))  # fmt: skip
         chunks: list[bytes] = []
         size = 0
         sse: _SseReader | None = None
         iterator = raw.iter_bytes().__aiter__()
+        heard = 0  # data lines so far: keep-alive comments (": PROCESSING") are not progress
         while True:
-            if sse is not None:
+            if sse is not None and sse.data_lines > heard:
                 # a stream: the timeout is on silence, not on the whole reply
+                heard = sse.data_lines
                 deadline.reschedule(asyncio.get_running_loop().time() + s.timeout_s)
             try:
-                chunk = await iterator.__anext__()
+                if sse is not None and reading.finish:
+                    # finished (finish_reason sent): [DONE] or the close should follow at once;
+                    # a server that sends neither has still sent the whole reply
+                    chunk = await asyncio.wait_for(iterator.__anext__(), FINISHED_STREAM_GRACE_S)
+                else:
+                    chunk = await iterator.__anext__()
             except StopAsyncIteration:
                 break
-            except (asyncio.CancelledError, TimeoutError):
+            except TimeoutError:
+                if sse is not None and reading.finish:
+                    reading.unterminated = True
+                    break
+                raise
+            except asyncio.CancelledError:
                 raise
             except Exception as e:  # the HTTP library's read errors, after the SDK let go
                 if "timeout" in type(e).__name__.lower():
@@ -440,7 +510,7 @@ class LlmClient:
                 raise _Broken(f"the reply broke off ({type(e).__name__}: {_short(e)})") from e
             size += len(chunk)
             if size > cap_bytes:
-                raise self._too_long(size)
+                raise _TooLong(self._too_long(size))
             if sse is None and not chunks:
                 head = chunk.lstrip()[:5]
                 if "text/event-stream" in ctype or head.startswith((b"data:", b"event", b":")):
@@ -451,7 +521,7 @@ class LlmClient:
             for event in sse.feed(chunk):
                 self._take_chunk(event, reading)
                 if reading.chars > cap_chars:
-                    raise self._too_long(reading.chars, chars=True)
+                    raise _TooLong(self._too_long(reading.chars, chars=True))
                 if on_text and reading.text:
                     on_text(reading.chars)
             if sse.done:
@@ -488,10 +558,9 @@ class LlmClient:
             ) from None
         if not isinstance(data, dict):
             raise self._bad_reply("JSON that is not a chat completion", json.dumps(data)[:200])
-        if isinstance(data.get("error"), dict | str):
-            err = data["error"]
-            message = err.get("message") if isinstance(err, dict) else err
-            raise LlmError("server", f"{self.endpoint} answered with an error: {message}")
+        if data.get("error") not in (None, "", {}):
+            # OpenRouter documents this for failures after generation started: retried
+            raise _Broken(f"HTTP 200 with an error: {error_fields(data).message[:300]}")
         choices = data.get("choices")
         if not isinstance(choices, list):
             raise self._bad_reply("JSON without 'choices'", json.dumps(data)[:200])
@@ -509,6 +578,10 @@ class LlmClient:
         choice = choices[0] if isinstance(choices[0], dict) else {}
         message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
         text = _content_text(message.get("content"))
+        if not text:  # a tool call: its arguments are read like content
+            text = _tool_arguments(message.get("tool_calls"))
+            if text:
+                reading.tool_call = True
         if not text and isinstance(message.get("refusal"), str):
             # OpenAI's structured refusal: content null, the model's words in "refusal"
             text = message["refusal"]
@@ -518,16 +591,16 @@ class LlmClient:
         reading.text, reading.reasoning = [text], [reasoning]
         reading.chars = len(text) + len(reasoning)
         reading.finish = choice.get("finish_reason")
+        if reading.finish == "error":
+            raise _Broken("the endpoint ended the reply with finish_reason 'error'")
         if reading.chars > self.settings.max_reply_chars:
-            raise self._too_long(reading.chars, chars=True)
+            raise _TooLong(self._too_long(reading.chars, chars=True))
 
     def _take_chunk(self, data, reading: _Reading) -> None:
         if not isinstance(data, dict):
             return
-        if isinstance(data.get("error"), dict | str):
-            err = data["error"]
-            message = err.get("message") if isinstance(err, dict) else err
-            raise LlmError("server", f"{self.endpoint} broke off the stream: {message}")
+        if data.get("error") not in (None, "", {}):
+            raise _Broken(f"an error in the stream: {error_fields(data).message[:300]}")
         if isinstance(data.get("model"), str) and data["model"]:
             reading.model = data["model"]
         if isinstance(data.get("usage"), dict):
@@ -541,6 +614,9 @@ class LlmClient:
             piece = _content_text(delta.get("content")) or (
                 delta["refusal"] if isinstance(delta.get("refusal"), str) else ""
             )
+            if not piece and delta.get("tool_calls"):  # streamed tool-call arguments
+                piece = _tool_arguments(delta["tool_calls"], streamed=True)
+                reading.tool_call = reading.tool_call or bool(piece)
             thought = _reasoning_text(delta)
             if piece:
                 reading.text.append(piece)
@@ -549,6 +625,8 @@ class LlmClient:
             reading.chars += len(piece) + len(thought)
             if choice.get("finish_reason"):
                 reading.finish = choice["finish_reason"]
+                if reading.finish == "error":
+                    raise _Broken("the stream ended with finish_reason 'error'")
 
     # ---- the public call
 
@@ -566,7 +644,7 @@ class LlmClient:
         this request (None: the setting); ``on_text(chars)`` sees streaming progress;
         ``on_retry(reason, wait_s)`` each retry; ``deadline`` (``time.monotonic()``) is when
         the caller's budget ends: no retry waits past it. Raises LlmError."""
-        attempt = timeouts = 0
+        attempt = timeouts = too_long = 0
         notes: list[str] = []
         self._announce_key(notes)
         while True:
@@ -578,6 +656,15 @@ class LlmClient:
                 notes.append(self._adapted(r, params))
                 attempt -= 1  # an adaptation is not a retry
                 continue
+            except _TooLong as t:
+                too_long += 1
+                if too_long > TOO_LONG_RETRIES:
+                    raise t.error from None
+                notes.append(f"{t.error}; asked again once (a repetition loop is an accident)")
+                if on_retry:
+                    on_retry("the reply ran past the size cap (a repetition loop?)", 0.0)
+                attempt -= 1
+                continue
             except (self._openai.APIError, _Broken, TimeoutError) as e:
                 failure = await self._failure(e, attempt)
                 if failure.kind == "timeout":
@@ -586,7 +673,7 @@ class LlmClient:
                         raise LlmError(failure.kind, failure.final) from None
             else:
                 reply.attempts = attempt
-                reply.notes = notes
+                reply.notes = notes + reply.read_notes
                 return reply
             await self._wait_to_retry(failure, attempt, deadline, on_retry)
 
@@ -595,6 +682,7 @@ class LlmClient:
     def _adapted(self, refused: _Refused, params: dict) -> str:
         """The note for the change made to a refused parameter; LlmError when nothing is left
         to change."""
+        self._refusal_fields = _fields(refused.original)
         note = self._adapt(refused.param, params, refused.too_large)
         if note is None:
             raise LlmError(
@@ -636,16 +724,34 @@ class LlmClient:
         """An HTTP error status: 401/403/404/400, an exhausted quota and any other 4xx are
         final (LlmError); 429 and 5xx are retried."""
         o = self._openai
-        if isinstance(e, o.AuthenticationError):
+        status = getattr(e, "status_code", None)
+        said = _fields(e).message or _short(e)
+        if status in (400, 402, 403, 429) and QUOTA_WORDS.search(f"{said}\n{e}"):
+            # no retry can help: the account has no quota or credit left
+            raise LlmError(
+                "rate_limit",
+                f"{self.endpoint}: the account's quota or credit is used up (HTTP {status}: "
+                f"{said[:200]}). Add credit or raise the limit in the provider's billing "
+                "settings, or use another key (OPENAI_API_KEY) or model (ptxls.llm.model).",
+                status=status,
+            ) from None
+        if isinstance(e, o.AuthenticationError) or (
+            status in (400, 403) and AUTH_WORDS.search(said)
+        ):
             raise LlmError(
                 "auth",
-                f"{self.endpoint} refused the API key (HTTP 401). Check OPENAI_API_KEY in "
-                "the environment the server runs in.",
-                status=401,
+                f"{self.endpoint} refused the API key (HTTP {status}: {said[:200]}). Set "
+                "OPENAI_API_KEY to a valid key for this endpoint, in the environment ptxls "
+                "runs in (the editor's server inherits the editor's environment).",
+                status=status,
             ) from None
         if isinstance(e, o.PermissionDeniedError):
             raise LlmError(
-                "auth", f"{self.endpoint} denied access (HTTP 403): {_short(e)}", status=403
+                "auth",
+                f"{self.endpoint} denied access (HTTP 403): {said[:200]}. The key may lack "
+                "access to this model or region: check the key's permissions, or choose "
+                "another model (ptxls.llm.model).",
+                status=403,
             ) from None
         if isinstance(e, o.NotFoundError):
             raise LlmError("model", await self._model_message(e), status=404) from None
@@ -657,13 +763,6 @@ class LlmClient:
                 "bad_request",
                 f"{self.endpoint} rejected the request (HTTP 400): {api_error_text(e)}",
                 status=400,
-            ) from None
-        status = getattr(e, "status_code", None)
-        if isinstance(e, o.RateLimitError) and "insufficient_quota" in str(e):
-            raise LlmError(
-                "rate_limit",
-                f"{self.endpoint}: quota exhausted (HTTP 429): {_short(e)}",
-                status=429,
             ) from None
         if status is not None and status < 500 and status != 429:
             raise LlmError(
@@ -750,6 +849,7 @@ class _SseReader:
         self._pending = b""
         self._data: list[bytes] = []
         self.events = 0
+        self.data_lines = 0  # "data:" lines seen: what counts as the stream making progress
         self.first_line = ""  # for the message when nothing in the stream is an event
 
     def feed(self, chunk: bytes):
@@ -768,6 +868,7 @@ class _SseReader:
                         yield event
                 continue
             if line.startswith(b"data:"):
+                self.data_lines += 1
                 value = line[5:]
                 if value.startswith(b" "):
                     value = value[1:]

@@ -35,6 +35,13 @@ class Step:
     echo_key: bool = False  # put the request's bearer token into the error message, as some do
     stall: float = 0.0  # streaming: stop sending for this long after the first chunk
     chunk_delay: float = 0.0  # streaming: pause between chunks (a slow but steady model)
+    # what providers and proxies also do (issue 20)
+    error_json: object = None  # any JSON as the error body: a list (Gemini), a string …
+    keepalive: float = 0.0  # during a stall, an SSE comment ": OPENROUTER PROCESSING" this often
+    stream_error: dict | None = None  # streaming: this error chunk after half the text, then close
+    no_done: float = 0.0  # streaming: after finish_reason, neither [DONE] nor close for this long
+    tool_call: bool = False  # the content is sent as tool_calls[0].function.arguments
+    usage: dict | None = None  # the usage object (default: completion tokens = chars / 4)
 
 
 def reply(content: str, **kw) -> Step:
@@ -172,7 +179,7 @@ def _make_handler(owner: ScriptedLLM):
         def log_message(self, *args) -> None:  # keep test output clean
             pass
 
-        def _json(self, status: int, payload: dict, headers: dict[str, str] | None = None) -> None:
+        def _json(self, status: int, payload, headers: dict[str, str] | None = None) -> None:
             data = json.dumps(payload).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -256,12 +263,15 @@ def _make_handler(owner: ScriptedLLM):
                     if "{key}" not in (step.error or ""):
                         message += f" (key: {token}; header: Authorization: {auth})"
                 payload = step.error_body or {"error": {"message": message, "type": "scripted"}}
+                if step.error_json is not None:
+                    payload = step.error_json
                 self._json(step.status, payload, step.headers)
                 return
             model = body.get("model")
             created = int(time.time())
             if body.get("stream"):
-                self._stream(step, model, created)
+                usage = (body.get("stream_options") or {}).get("include_usage")
+                self._stream(step, model, created, bool(usage))
                 return
             self._json(
                 200,
@@ -275,7 +285,7 @@ def _make_handler(owner: ScriptedLLM):
                             "index": 0,
                             "message": {
                                 "role": "assistant",
-                                "content": step.content,
+                                **_content(step),
                                 **(
                                     {step.reasoning_field: step.reasoning} if step.reasoning else {}
                                 ),
@@ -283,16 +293,12 @@ def _make_handler(owner: ScriptedLLM):
                             "finish_reason": step.finish_reason,
                         }
                     ],
-                    "usage": {
-                        "prompt_tokens": 0,
-                        "completion_tokens": len(step.content) // 4,
-                        "total_tokens": len(step.content) // 4,
-                    },
+                    "usage": _usage(step),
                 },
                 step.headers,
             )
 
-        def _stream(self, step: Step, model: str, created: int) -> None:
+        def _stream(self, step: Step, model: str, created: int, usage: bool = False) -> None:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Cache-Control", "no-cache")
@@ -318,20 +324,76 @@ def _make_handler(owner: ScriptedLLM):
                 thought = step.reasoning
                 for i in range(0, len(thought), max(step.chunk_size, 1)):
                     event({step.reasoning_field: thought[i : i + step.chunk_size]}, None)
-                if step.stall and owner.wait_closing(step.stall):
+                if step.stall and self._stall(step):
                     return
                 text = step.content
                 for i in range(0, len(text), max(step.chunk_size, 1)):
                     if step.chunk_delay and i and owner.wait_closing(step.chunk_delay):
                         return
-                    event({"content": text[i : i + step.chunk_size]}, None)
+                    if step.stream_error is not None and i >= len(text) // 2:
+                        self.wfile.write(
+                            b"data: " + json.dumps(step.stream_error).encode() + b"\n\n"
+                        )
+                        self.wfile.flush()
+                        return
+                    piece = text[i : i + step.chunk_size]
+                    if step.tool_call:
+                        call = {"index": 0, "function": {"arguments": piece}}
+                        if i == 0:
+                            call |= {"id": "call_1", "type": "function"}
+                            call["function"]["name"] = "emit_ptx"
+                        event({"tool_calls": [call]}, None)
+                    else:
+                        event({"content": piece}, None)
                 event({}, step.finish_reason)
+                if usage:  # OpenAI's last chunk with stream_options.include_usage: no choices
+                    last = {"id": "chatcmpl-scripted", "object": "chat.completion.chunk",
+                            "created": created, "model": model, "choices": [],
+                            "usage": _usage(step)}  # fmt: skip
+                    self.wfile.write(b"data: " + json.dumps(last).encode() + b"\n\n")
+                    self.wfile.flush()
+                if step.no_done:
+                    owner.wait_closing(step.no_done)  # the whole reply sent; nothing more
+                    return
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError):
                 pass
 
+        def _stall(self, step: Step) -> bool:
+            """Stop sending for step.stall seconds (keep-alive comments meanwhile, if asked);
+            True when the server is closing."""
+            if not step.keepalive:
+                return owner.wait_closing(step.stall)
+            waited = 0.0
+            while waited < step.stall:
+                if owner.wait_closing(step.keepalive):
+                    return True
+                waited += step.keepalive
+                self.wfile.write(b": OPENROUTER PROCESSING\n\n")
+                self.wfile.flush()
+            return False
+
     return Handler
+
+
+def _content(step: Step) -> dict:
+    """The message's content, or a tool call carrying it as arguments."""
+    if not step.tool_call:
+        return {"content": step.content}
+    call = {"id": "call_1", "type": "function",
+            "function": {"name": "emit_ptx", "arguments": step.content}}  # fmt: skip
+    return {"content": None, "tool_calls": [call]}
+
+
+def _usage(step: Step) -> dict:
+    if step.usage is not None:
+        return step.usage
+    return {
+        "prompt_tokens": 0,
+        "completion_tokens": len(step.content) // 4,
+        "total_tokens": len(step.content) // 4,
+    }
 
 
 # ---- shared material for the lowering tests and benchmarks

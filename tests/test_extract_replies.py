@@ -115,7 +115,8 @@ def test_the_reference_ptx_assembles(tmp_path):
 @pytest.mark.parametrize("name", CASES)
 def test_reply_shape(name, tmp_path):
     reply, meta = load(name)
-    ext = extract_ptx(reply, meta["kernel"], finish_reason=meta["finish_reason"])
+    ext = extract_ptx(reply, meta["kernel"], finish_reason=meta["finish_reason"],
+                      reasoning=meta["reasoning_content"])  # fmt: skip
     check(ext, meta, tmp_path)
 
 
@@ -152,7 +153,9 @@ async def test_reply_shape_through_http_and_the_sdk(name, stream, llm, tmp_path)
     assert got.reasoning == meta["reasoning_content"]
     for piece in meta["expect"].get("reply_reasoning_has", []):
         assert piece in got.reasoning and piece not in got.text
-    check(extract_ptx(got.text, meta["kernel"], finish_reason=got.finish_reason), meta, tmp_path)
+    ext = extract_ptx(got.text, meta["kernel"], finish_reason=got.finish_reason,
+                      reasoning=got.reasoning)  # fmt: skip
+    check(ext, meta, tmp_path)
 
 
 def test_no_ptx_in_this_repository_reads_as_elided():

@@ -107,6 +107,7 @@ def test_openai_itself_is_asked_with_max_completion_tokens_from_the_start():
         "temperature",
         "seed",
         "stream",
+        "stream_options",  # {"include_usage": true}: a streamed reply's tokens are counted
     }
     local = LlmClient(LlmSettings(base_url="http://localhost:11434/v1", model="qwen", stream=False))
     assert set(local._params(5, None)) == {"max_tokens", "temperature", "seed"}
@@ -177,35 +178,101 @@ async def test_an_endpoint_refusing_both_token_limits_gets_none(llm):
 
 
 @pytest.mark.parametrize(
-    "body",
+    "body, allowed",
     [
-        {  # OpenAI, a chat model asked for more completion tokens than it has
-            "error": {
-                "message": "max_tokens is too large: 8192. This model supports at most 4096 "
-                "completion tokens, whereas you provided 8192.",
-                "type": "invalid_request_error",
-                "param": "max_tokens",
-                "code": None,
-            }
-        },
-        {  # vLLM: the prompt and the limit together exceed the model's context
-            "object": "error",
-            "message": "This model's maximum context length is 4096 tokens. However, you "
-            "requested 8292 tokens (100 in the messages, 8192 in the completion). Please reduce "
-            "the length of the messages or completion.",
-            "type": "BadRequestError",
-            "param": None,
-            "code": 400,
-        },
+        (  # OpenAI, a chat model asked for more completion tokens than it has
+            {
+                "error": {
+                    "message": "max_tokens is too large: 8192. This model supports at most 4096 "
+                    "completion tokens, whereas you provided 8192.",
+                    "type": "invalid_request_error",
+                    "param": "max_tokens",
+                    "code": None,
+                }
+            },
+            4096,
+        ),
+        (  # vLLM: the prompt and the limit together exceed the model's context
+            {
+                "object": "error",
+                "message": "This model's maximum context length is 4096 tokens. However, you "
+                "requested 8292 tokens (100 in the messages, 8192 in the completion). Please "
+                "reduce the length of the messages or completion.",
+                "type": "BadRequestError",
+                "param": None,
+                "code": 400,
+            },
+            3996,
+        ),
+        (  # vLLM 0.9+
+            {
+                "object": "error",
+                "message": "'max_tokens' or 'max_completion_tokens' is too large: 8192. This "
+                "model's maximum context length is 4096 tokens and your request has 120 input "
+                "tokens (8192 > 4096 - 120).",
+                "type": "BadRequestError",
+                "param": None,
+                "code": 400,
+            },
+            3976,
+        ),
+        (  # Anthropic's OpenAI-compatible endpoint (and proxies in front of Claude)
+            {
+                "type": "error",
+                "error": {
+                    "type": "invalid_request_error",
+                    "message": "max_tokens: 8192 > 4096, which is the maximum allowed number of "
+                    "output tokens for claude-3-haiku-20240307",
+                },
+            },
+            4096,
+        ),
+        (  # Hugging Face TGI
+            {
+                "error": "Input validation error: `max_new_tokens` must be <= 4096. Given: 8192",
+                "error_type": "validation",
+            },
+            4096,
+        ),
+        (  # llama.cpp server: the request exceeds its context (n_ctx)
+            {
+                "error": {
+                    "code": 400,
+                    "message": "the request exceeds the available context size, try increasing it",
+                    "type": "exceed_context_size_error",
+                    "n_prompt_tokens": 1500,
+                    "n_ctx": 4096,
+                }
+            },
+            2596,
+        ),
     ],
-    ids=["openai-too-large", "vllm-context-length"],
+    ids=["openai", "vllm-context-length", "vllm-new", "anthropic", "tgi", "llama.cpp"],
 )
-async def test_a_token_limit_too_large_for_the_model_is_dropped_not_renamed(llm, body):
-    llm.gate = lambda b: (400, body) if b.get("max_tokens", 0) > 4096 else None
+async def test_a_token_limit_too_large_is_adapted_to_what_the_endpoint_states(llm, body, allowed):
+    llm.gate = lambda b: (400, body) if b.get("max_tokens", 0) > allowed else None
     reply = await chat(llm, [Step("ok")])
     assert reply.text == "ok"
-    assert sent(llm) == [{"max_tokens", "temperature", "seed"}, {"temperature", "seed"}]
-    assert any("as too large; sent no token limit" in n for n in reply.notes)
+    assert [r.body.get("max_tokens") for r in llm.chat_requests] == [8192, allowed]
+    note = next(n for n in reply.notes if "at most" in n)
+    assert f"at most {allowed} completion tokens" in note and "ptxls.llm.maxTokens" in note
+
+
+async def test_a_prompt_that_alone_fills_the_context_names_the_fewshot_setting(llm):
+    body = {
+        "error": {
+            "code": 400,
+            "message": "the request exceeds the available context size, try increasing it",
+            "type": "exceed_context_size_error",
+            "n_prompt_tokens": 5000,
+            "n_ctx": 4096,
+        }
+    }
+    llm.gate = lambda b: (400, body)
+    with pytest.raises(LlmError) as e:
+        await chat(llm, [Step("ok")])
+    assert e.value.kind == "bad_request" and "ptxls.llm.fewshot" in str(e.value)
+    assert len(llm.chat_requests) == 1  # nothing to retry
 
 
 async def test_a_400_naming_nothing_adaptable_is_final(llm):
@@ -401,11 +468,16 @@ async def test_servers_that_ignore_the_stream_flag_or_send_content_parts(llm):
     assert reply.text == "streamed" and reply.streamed and reply.finish_reason == "stop"
 
 
-async def test_an_error_inside_a_200_is_reported(llm):
+async def test_an_error_inside_a_200_is_retried_like_a_5xx_and_named_when_it_stays(llm):
     body = b'{"error": {"message": "model is loading", "type": "server_error"}}'
+    # OpenRouter documents a 200 with an error body for failures after generation started:
+    # the next request may well work
+    reply = await chat(llm, [Step(raw_body=body), Step("ok")], stream=False)
+    assert reply.text == "ok" and reply.attempts == 2
     with pytest.raises(LlmError) as err:
-        await chat(llm, [Step(raw_body=body)], stream=False)
-    assert "model is loading" in str(err.value)
+        await chat(llm, [Step(raw_body=body)] * 3, stream=False, retries=2)
+    assert err.value.kind == "server" and "model is loading" in str(err.value)
+    assert len(llm.chat_requests) == 2 + 3
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
@@ -413,9 +485,19 @@ async def test_a_reply_over_the_size_cap_is_refused(llm, stream):
     big = "x" * 300_000
     started = time.monotonic()
     with pytest.raises(LlmError) as err:
-        await chat(llm, [Step(big, chunk_size=4000)], stream=stream, max_reply_chars=50_000)
+        await chat(llm, [Step(big, chunk_size=4000)] * 2, stream=stream, max_reply_chars=50_000)
     assert err.value.kind == "too_long" and "ptxls.llm.maxReplyChars" in str(err.value)
+    assert len(llm.chat_requests) == 2  # asked once more: a repetition loop is an accident
     assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
+async def test_one_over_long_repetition_loop_is_asked_again(llm, stream):
+    loop = "mov.u32 %r1, %r1;\n" * 20_000
+    reply = await chat(llm, [Step(loop, chunk_size=4000), Step("ok")], stream=stream,
+                       max_reply_chars=50_000)  # fmt: skip
+    assert reply.text == "ok"
+    assert any("asked again once" in n for n in reply.notes)
 
 
 async def test_a_reply_under_the_cap_is_whole(llm):
