@@ -4,12 +4,11 @@ committed baseline elsewhere.
     .venv/bin/python scripts/typecheck.py            # check (what `make lint` and CI run)
     .venv/bin/python scripts/typecheck.py --update   # rewrite the baseline to today's counts
 
-mypy has no equivalent of setuptools' package-dir table (`ptxls.server` is the folder
-`server/`): given the folders it would name the modules `server.app` and find no `ptxls`, and
-the editable install's import hook is invisible to it. So this script builds a link tree,
-build/typecheck/ptxls/<room> -> <room>/, from that table and runs `mypy -p ptxls` on it: each
-module is seen once, under its real name, with the options of [tool.mypy] in pyproject.toml.
-Error paths are written back as repository paths (server/app.py, not the link).
+mypy runs as `mypy -p ptxls` with mypy_path = "src" ([tool.mypy] in pyproject.toml): src/ptxls/
+links each room folder under its package name (src/ptxls/server -> ../../server), so each module
+is seen once, under its real name. Given the room folders themselves mypy would name the
+modules `server.app` and find no `ptxls`. Error paths are written back as repository paths
+(server/app.py, not src/ptxls/server/app.py).
 
 The baseline (scripts/typecheck_baseline.json) holds the error count of each file outside the
 strict rooms. A file whose count rises fails the check; a file whose count falls is reported
@@ -24,52 +23,26 @@ import os
 import re
 import subprocess
 import sys
-import tomllib
 from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LINKS = ROOT / "build" / "typecheck"
 BASELINE = ROOT / "scripts" / "typecheck_baseline.json"
 # Rooms held to mypy's strict flags (the override in pyproject.toml): no baseline, no error.
 STRICT_ROOMS = ("frontend", "toolchain")
 ERROR = re.compile(r"^(?P<path>[^:\s]+\.py):(?P<line>\d+): error: ")
 
 
-def package_dirs() -> dict[str, str]:
-    """`ptxls.<room>` → folder, for each room pyproject's packages list (src/ptxls/<room> links
-    to the folder of the same name)."""
-    table = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    packages = table["tool"]["setuptools"]["packages"]
-    return {pkg.split(".")[1]: pkg.split(".")[1] for pkg in packages if pkg.count(".") == 1}
-
-
-def build_links() -> Path:
-    """build/typecheck/ptxls/<room> → ../../../<room>, rebuilt each run (rooms come and go)."""
-    pkg = LINKS / "ptxls"
-    pkg.mkdir(parents=True, exist_ok=True)
-    for old in pkg.iterdir():
-        if old.is_symlink():
-            old.unlink()
-    for room, folder in package_dirs().items():
-        os.symlink(os.path.relpath(ROOT / folder, pkg), pkg / room)
-    return LINKS
-
-
 def run_mypy() -> tuple[list[str], int]:
-    links = build_links()
-    env = {**os.environ, "MYPYPATH": str(links)}
     cmd = [sys.executable, "-m", "mypy", "--cache-dir", str(ROOT / "build" / "mypy-cache")]
     proc = subprocess.run(
-        [*cmd, "-p", "ptxls"], cwd=ROOT, env=env, capture_output=True, text=True, check=False
+        [*cmd, "-p", "ptxls"], cwd=ROOT, capture_output=True, text=True, check=False
     )
-    prefix = os.path.relpath(links / "ptxls", ROOT) + os.sep
-    dirs = package_dirs()
+    prefix = os.path.join("src", "ptxls", "")
     lines = []
     for line in (proc.stdout + proc.stderr).splitlines():
-        if line.startswith(prefix):  # build/typecheck/ptxls/<room>/x.py → <folder>/x.py
-            room, _, rest = line[len(prefix) :].partition(os.sep)
-            line = f"{dirs.get(room, room)}/{rest}"
+        if line.startswith(prefix):  # src/ptxls/<room>/x.py → <room>/x.py (the link's target)
+            line = line[len(prefix) :]
         lines.append(line)
     return lines, proc.returncode
 
