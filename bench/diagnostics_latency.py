@@ -8,7 +8,7 @@ The two are interleaved in one run so machine noise hits both alike. Overhead = 
 − raw; the target is ≤ 20 % of raw at the median.
 
     .venv/bin/python bench/diagnostics_latency.py [--rounds 30]
-Writes bench/results/diagnostics-latency.{json,md}.
+Writes bench/results/diagnostics-latency/<machine>-<date>.{json,md}.
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ from ptxls.frontend.ptx import parse_ptx
 from ptxls.toolchain.arch import choose_arch
 from ptxls.toolchain.discovery import cuda_include_dirs, find_nvcc, find_ptxas
 
+from machine import result_path  # bench/ is the script's folder
+
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "results"
 DEBOUNCE_MS = 150
 
 
@@ -195,8 +196,7 @@ async def main() -> None:
         "platform": platform.platform(),
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "diagnostics-latency.json").write_text(
+    result_path("diagnostics-latency", "json").write_text(
         json.dumps({"machine": machine, "results": rows}, indent=2)
     )
     lines = [
@@ -216,7 +216,7 @@ async def main() -> None:
         )
     lines.append("")
     lines.append(f"ptxas: {rows[0]['ptxas']}")
-    (RESULTS / "diagnostics-latency.md").write_text("\n".join(lines) + "\n")
+    result_path("diagnostics-latency", "md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

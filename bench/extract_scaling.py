@@ -5,7 +5,7 @@ Shapes: a real reply (prose + a ```ptx block) whose kernel grows; the hostile sh
 extractor choked on, sized up to the extractor's limits (so all of it is read); and the same
 hostile shapes at 5 MB (past the limits: refused with a message). Best of 3 per point.
 
-    .venv/bin/python bench/extract_scaling.py   # writes bench/results/extract-scaling.{json,md}
+    .venv/bin/python bench/extract_scaling.py   # writes bench/results/extract-scaling/<machine>-<date>.*
 """
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from ptxls.lowering.extract import LIMITS, extract_ptx  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+from machine import result_path  # noqa: E402
 
 KERNEL = (ROOT / "tests" / "data" / "replies" / "ptx" / "vec_add.ptx").read_text()
 LINES = LIMITS["lines"][1]
@@ -99,8 +102,7 @@ def main() -> int:
         "platform": platform.platform(),
         "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
     }
-    out = ROOT / "bench" / "results"
-    (out / "extract-scaling.json").write_text(
+    result_path("extract-scaling", "json").write_text(
         json.dumps({"machine": machine, "limits": LIMITS, "results": rows}, indent=2) + "\n"
     )
     md = [
@@ -126,7 +128,7 @@ def main() -> int:
         "doubling: quadratic), which extrapolates to ~2 s at 240 KB and ~15 min at 5 MB of",
         "this shape (issue 9 measured 20 s at 240 KB on its own replies).",
     ]
-    (out / "extract-scaling.md").write_text("\n".join(md) + "\n")
+    result_path("extract-scaling", "md").write_text("\n".join(md) + "\n")
     return 0
 
 

@@ -5,7 +5,7 @@ a hover after every batch of 100, and answer every request that carried a usable
     .venv/bin/python bench/fuzz_server.py                 # 10,000 + 2,000 per seed, 3 seeds
     .venv/bin/python bench/fuzz_server.py --buffers 500 --messages 200 --seeds 1
 
-Writes bench/results/fuzz-server.json and .md (with machine facts); exits 1 on any failure.
+Writes bench/results/fuzz-server/<machine>-<date>.json and .md (with machine facts); exits 1 on any failure.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from fuzz_lsp import run_fuzz  # noqa: E402
 
-from machine import gpu_name  # noqa: E402
+from machine import gpu_name, result_path  # noqa: E402
 
 
 def main() -> int:
@@ -33,7 +33,7 @@ def main() -> int:
     ap.add_argument("--buffers", type=int, default=10_000)
     ap.add_argument("--messages", type=int, default=2_000)
     ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "fuzz-server"))
+    ap.add_argument("--out", default=None, help="path without suffix (default: the results layout)")
     args = ap.parse_args()
     runs = []
     for seed in range(1, args.seeds + 1):
@@ -56,7 +56,7 @@ def main() -> int:
         "ok": ok,
         "runs": runs,
     }
-    out = Path(args.out)
+    out = Path(args.out) if args.out else result_path("fuzz-server", "json").with_suffix("")
     out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
     lines = [
         "# Fuzzing one server process",

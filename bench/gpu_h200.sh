@@ -3,7 +3,6 @@
 # kernel, transcript of each report), the latency benchmark. Everything lands in $OUT.
 # Usage (device run tool): bash bench/gpu_h200.sh
 source scripts/device-env.sh
-OUT=${OUT:-/tmp/gputest-out}; mkdir -p "$OUT"
 {
   echo "date: $(date -u +%FT%TZ)"
   nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader
@@ -16,14 +15,8 @@ ptxas -arch=sm_90 examples/gpu/bad/misaligned_v4.ptx -o /tmp/misaligned_v4.cubin
 export PTXLS_GPU_TRANSCRIPT="$OUT/gputest-h200-reports.md"
 : > "$PTXLS_GPU_TRANSCRIPT"
 python3 -m pytest tests/gpu -v --noconftest -p no:cacheprovider -o addopts="" 2>&1 | tee "$OUT/gputest-h200-pytest.txt"
-# The language server end to end (needs pygls, lsprotocol, cattrs: carried as wheels in
-# .whl-gputest, named in the run's carry list).
-if ls .whl-gputest/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site-lsp .whl-gputest/*.whl \
-    && PYTHONPATH=/tmp/site-lsp:$PYTHONPATH python3 bench/gputest_lsp_latency.py \
-         --out "$OUT/gputest-h200-lsp.json" 2>&1 | tee "$OUT/gputest-h200-lsp.txt"
-fi
+# The language server end to end (needs pygls, lsprotocol, cattrs: carried as wheels in .whl).
+python3 bench/gputest_lsp_latency.py --out "$OUT/gputest-h200-lsp.json" 2>&1 | tee "$OUT/gputest-h200-lsp.txt"
 python3 bench/gputest_latency.py --out "$OUT/gputest-latency-h200.json" 2>&1 | tee "$OUT/gputest-latency-h200.txt"
 # The CLI as a person runs it, on the files named on the command line (exit code printed).
 for f in "$@"; do

@@ -2,7 +2,7 @@
 
 cold: a new worker process (interpreter + cuInit + context + copy-ceiling measurement) and empty
 build caches; warm: the same worker and cached builds, as a second click in the editor gets.
-Writes JSON to --out (default bench/results/gputest-h200-latency.json) and prints a summary.
+Writes JSON to --out (default bench/results/gputest-latency/<machine>-<date>.json) and prints a summary.
 Targets (issue 3): ≤ 1 s warm, ≤ 2 s cold on the H200.
 """
 
@@ -21,7 +21,7 @@ from ptxls.gputest import build
 from ptxls.gputest.api import format_table, run_gpu_test
 from ptxls.gputest.supervisor import Supervisor
 
-from machine import gpu_name  # bench/ is the script's folder
+from machine import gpu_name, result_path  # bench/ is the script's folder
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -75,8 +75,9 @@ async def main(out: Path, warm_runs: int, cold_runs: int) -> int:
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--out", type=Path, default=ROOT / "bench/results/gputest-h200-latency.json")
+    ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--warm", type=int, default=5)
     ap.add_argument("--cold", type=int, default=3)
     a = ap.parse_args()
-    sys.exit(asyncio.run(main(a.out, a.warm, a.cold)))
+    out = a.out or result_path("gputest-latency", "json")
+    sys.exit(asyncio.run(main(out, a.warm, a.cold)))

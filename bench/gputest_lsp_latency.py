@@ -8,7 +8,7 @@ worker), then warm. Then every kernel in examples/gpu/bad/ is run through the sa
 followed by a good vec_add test; the hover and the gpu-test diagnostics of each are recorded and
 the server must still be the same process at the end.
 
-    python bench/gputest_lsp_latency.py --out bench/results/gputest-h200-lsp.json
+    python bench/gputest_lsp_latency.py   # bench/results/gputest-lsp/<machine>-<date>.json
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from machine import gpu_name  # bench/ is the script's folder
+from machine import gpu_name, result_path  # bench/ is the script's folder
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -183,7 +183,7 @@ def main(out: Path, warm_runs: int) -> int:
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--out", type=Path, default=ROOT / "bench/results/gputest-h200-lsp.json")
+    ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--warm", type=int, default=5)
     a = ap.parse_args()
-    sys.exit(main(a.out, a.warm))
+    sys.exit(main(a.out or result_path("gputest-lsp", "json"), a.warm))

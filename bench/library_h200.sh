@@ -11,12 +11,8 @@
 # Everything is also packed into $OUT/library-run.tgz (the device tool brings back few files).
 set -o pipefail
 source scripts/device-env.sh
-OUT=${OUT:-/tmp/ptxls-out}; mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1
 trap 'tar czf "$OUT/library-run.tgz" -C "$OUT" --exclude library-run.tgz . 2>/dev/null' EXIT
 T0=$(date +%s); lap() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-  && export PYTHONPATH="$PYTHONPATH:/tmp/site"
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,power.limit,temperature.gpu --format=csv
   nvcc --version | tail -2; python3 -c "import torch; print('torch', torch.__version__, torch.version.cuda)"

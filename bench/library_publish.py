@@ -2,7 +2,9 @@
 the machine facts) under bench/results/, and ``fewshot/measured.json``, the figures the editor
 shows beside each library kernel.
 
-    python3 bench/library_publish.py RUN.json [LATER_RUN.json ...] [--name library-h200]
+    python3 bench/library_publish.py RUN.json [LATER_RUN.json ...] [--machine h200]
+
+writes bench/results/library/<machine>-<date>.{json,md} (--name: another benchmark folder).
 
 With several runs, a kernel's row comes from the last run that has it (a kernel changed after
 the first run is measured again in a later one); every row's ratios are still from one run —
@@ -42,22 +44,25 @@ def merge(runs: list[tuple[str, dict]]) -> tuple[list[BenchRow], dict, dict[str,
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("runs", nargs="+", help="the JSON ptxls bench --json wrote, oldest first")
-    ap.add_argument("--name", default="library-h200")
+    ap.add_argument("--name", default="library", help="the benchmark folder under bench/results")
+    ap.add_argument("--machine", default="h200")
     ap.add_argument("--date", default=datetime.date.today().isoformat())
     args = ap.parse_args()
     runs = [(Path(p).name, json.loads(Path(p).read_text())) for p in args.runs]
     rows, machine, source = merge(runs)
-    results = ROOT / "bench" / "results"
+    results = ROOT / "bench" / "results" / args.name
+    results.mkdir(parents=True, exist_ok=True)
+    stem = f"{args.machine}-{args.date}"
     data = {"machine": machine, "geomean_vs_nvcc": geomean([r.vs_nvcc for r in rows]),
             "runs": [name for name, _ in runs], "row_from": source,
             "rows": [r.to_dict() for r in rows]}  # fmt: skip
-    (results / f"{args.name}.json").write_text(json.dumps(data, indent=2, default=str) + "\n")
+    (results / f"{stem}.json").write_text(json.dumps(data, indent=2, default=str) + "\n")
     table = format_bench(rows, machine)
     if len(runs) > 1:
         table += "\n\nEach row from one run (ours, nvcc and PyTorch side by side): " + "; ".join(
             f"{k}: {v}" for k, v in sorted(source.items())
         )
-    (results / f"{args.name}.md").write_text(
+    (results / f"{stem}.md").write_text(
         f"# ptxls bench — the kernel library on {machine.get('name') or machine.get('device')}"
         f" ({args.date})\n\n" + table + "\n"
     )
@@ -65,7 +70,7 @@ def main() -> int:
         "device": machine.get("name") or machine.get("device", ""),
         "driver": machine.get("driver_version", ""),
         "date": args.date,
-        "source": f"bench/results/{args.name}.json",
+        "source": f"bench/results/{args.name}/{stem}.json",
         "kernels": {
             r.kernel: {k: getattr(r, k) for k in KEEP}
             for r in rows

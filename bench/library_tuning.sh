@@ -10,12 +10,9 @@
 #   EXTRA="cmd" (run last, output in extra.txt)
 set -o pipefail
 source scripts/device-env.sh
-OUT=${OUT:-/tmp/ptxls-out}; mkdir -p "$OUT/t"
-export PYTHONUNBUFFERED=1
+mkdir -p "$OUT/t"
 trap 'tar czf "$OUT/tuning.tgz" -C "$OUT/t" . 2>/dev/null' EXIT
 T0=$(date +%s); lap() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-  && export PYTHONPATH="$PYTHONPATH:/tmp/site"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,power.limit --format=csv > "$OUT/t/machine.txt"
 CANDIDATES=${CANDIDATES:-$(cd bench/tuning && ls *.ptx | sed 's/\.ptx$//')}
 names=""

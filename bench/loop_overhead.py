@@ -272,12 +272,13 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=8)
     ap.add_argument("--label", default="before")
-    ap.add_argument("--out-dir", default=str(ROOT / "bench" / "results"))
+    ap.add_argument("--out-dir", default=str(ROOT / "bench" / "results" / "loop-overhead"))
     ap.add_argument("--name", default="", help="file name part: cpu or h200 (default: guessed)")
     args = ap.parse_args()
     result = asyncio.run(measure(args))
     where = args.name or ("h200" if "H200" in result["machine"].get("gpu", "") else "cpu")
-    out = Path(args.out_dir) / f"loop-overhead-{args.label}-{where}.json"
+    day = time.strftime("%Y-%m-%d", time.gmtime())
+    out = Path(args.out_dir) / f"{where}-{day}-{args.label}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(result, indent=2)
     out.write_text(text + "\n")

@@ -4,11 +4,6 @@
 set -o pipefail
 label=${1:-before}
 source scripts/device-env.sh
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH="$PYTHONPATH:/tmp/site"
-fi
 nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader 2>&1 | tee "$OUT/loop-overhead-$label-h200-nvidia-smi.txt"
 timeout 200 python3 bench/loop_overhead.py --label "$label" --repeats "${REPEATS:-5}" --name h200 --out-dir "$OUT" 2>&1 \
   | grep -v "sending the API key" | tee "$OUT/loop-overhead-$label-h200.txt"

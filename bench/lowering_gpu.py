@@ -13,7 +13,7 @@
 
 Steps 2-4 need ``openai`` (carry its wheels; the GPU side itself never imports it) and are
 reported as skipped without it. Needs only numpy, cuda-bindings and the repository otherwise.
-Writes bench/results/lowering-gpu-h200.json; exit 1 when something that ran failed.
+Writes bench/results/lowering-gpu/<machine>-<date>.json; exit 1 when something that ran failed.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import traceback
 from pathlib import Path
 
 from lowering_common import ROOT, machine, measure_overhead
+from machine import result_path
 
 WRONG_LINE = "sub.f32             %f3, %f1, %f2;"
 
@@ -180,10 +181,11 @@ async def main_async(args) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=10)
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "lowering-gpu-h200.json"))
+    ap.add_argument("--out", default=None)
     args = ap.parse_args()
     results = asyncio.run(main_async(args))
     text = json.dumps(results, indent=2, default=str)
+    args.out = args.out or str(result_path("lowering-gpu", "json"))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(text + "\n")
     print(text)

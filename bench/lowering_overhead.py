@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/lowering_overhead.py [--repeats 20]
 
-Writes bench/results/lowering-overhead-cpu.json. See lowering_common.py for what is measured.
+Writes bench/results/lowering-overhead/<machine>-<date>.json. See lowering_common.py for what is measured.
 """
 
 from __future__ import annotations
@@ -10,13 +10,14 @@ from __future__ import annotations
 import argparse
 import json
 
-from lowering_common import ROOT, machine, measure_overhead, run
+from lowering_common import machine, measure_overhead, run
+from machine import result_path
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=20)
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "lowering-overhead-cpu.json"))
+    ap.add_argument("--out", default=str(result_path("lowering-overhead", "json")))
     args = ap.parse_args()
     result = {
         "machine": machine(),

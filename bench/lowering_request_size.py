@@ -13,7 +13,7 @@ round added, and the loop's own time (everything but the model). The requests mu
 each one is the task + the latest attempt + its feedback. For comparison, "whole_history_chars"
 is what the same round would have sent had every earlier attempt and feedback been kept (the
 loop before issue 8). Exits 1 when a repair request is more than 10 % larger than the first.
-Writes bench/results/lowering-request-size-cpu.json.
+Writes bench/results/lowering-request-size/<machine>-<date>.json.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from lowering_common import ROOT, machine, run
+from machine import result_path
 
 
 async def one(model: str) -> dict:
@@ -103,9 +104,7 @@ async def one(model: str) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument(
-        "--out", default=str(ROOT / "bench" / "results" / "lowering-request-size-cpu.json")
-    )
+    ap.add_argument("--out", default=str(result_path("lowering-request-size", "json")))
     args = ap.parse_args()
     results = [run(one("stuck")), run(one("wandering"))]
     out = {"machine": machine(), "runs": results}

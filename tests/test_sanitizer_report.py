@@ -1,7 +1,7 @@
 """frontend/sanitizer_report.py on compute-sanitizer's real output: the logs under
 tests/data/sanitizer/h200/ are what the H200's compute-sanitizer 2025.3.1 (and the pip wheel's
 2026.4 for *-wheel.log) wrote for the planted kernels in tests/data/sanitizer/planted/ and two
-library kernels (bench/device_sanitizer.sh); cpu-no-driver-memcheck.log is the wheel's binary on
+library kernels (bench/sanitizer_gpu_checks.sh); cpu-no-driver-memcheck.log is the wheel's binary on
 a machine without a driver."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 9 (trust) on the H200, one call:  bash bench/device_trust.sh
-#   (carry .whl as for device_session.sh; nothing else is needed: no pygls/openai on the GPU path)
+# Issue 9 (trust) on the H200, one call:  bash bench/trust_gpu_checks.sh
+#   (carry .whl as for gpu_tests.sh; nothing else is needed: no pygls/openai on the GPU path)
 # Checks, each printed as PASS/FAIL and written to $OUT/trust-device.txt:
 #   1. a planted __subclasses__ escape in a ref: line runs nothing (ptxls test refuses it: exit 1,
 #      the side-effect file is not created), also with a GPU present;
@@ -14,11 +14,6 @@
 # Exit 0 when every check passed; 1 when one failed; 2 when there is no GPU (CPU checks still run).
 set -o pipefail
 source scripts/device-env.sh
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH="$PYTHONPATH:/tmp/site"
-fi
 LOG="$OUT/trust-device.txt"; : > "$LOG"
 say() { echo "$*" | tee -a "$LOG"; }
 FAILED=0

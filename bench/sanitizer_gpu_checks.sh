@@ -1,17 +1,12 @@
 #!/usr/bin/env bash
 # compute-sanitizer's H200 checks in one call (issue 12.3). Runs in the repo root on the device:
-#   bash bench/device_sanitizer.sh      (carry .whl: pygls/openai wheels for the CLI and the loop;
+#   bash bench/sanitizer_gpu_checks.sh      (carry .whl: pygls/openai wheels for the CLI and the loop;
 #                                        .sanwhl: the nvidia-cuda-sanitizer-api wheel, optional)
 # Writes under $OUT: machine.txt, sanitizer-h200.txt/.json, cli.txt, logs.tgz (raw sanitizer
 # outputs: the parser tests' data), loop.txt (the lowering loop's racecheck), gpu-pytest.txt
 # (tests/gpu/test_sanitizer_gpu.py). Exit non-zero when a check fails.
 set -o pipefail
 source scripts/device-env.sh
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH="$PYTHONPATH:/tmp/site"
-fi
 WHEEL_CS=""
 if ls .sanwhl/*.whl >/dev/null 2>&1; then
   mkdir -p /tmp/sanwhl && (cd /tmp/sanwhl && python3 -m zipfile -e "$OLDPWD"/.sanwhl/*.whl .) \
@@ -47,5 +42,5 @@ timeout 120 python3 bench/race_check_loop.py > "$OUT/loop.txt" 2>&1 || rc=1
 tail -25 "$OUT/loop.txt"
 timeout 150 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_sanitizer_gpu.py > "$OUT/gpu-pytest.txt" 2>&1 || rc=1
 tail -5 "$OUT/gpu-pytest.txt"
-echo "device_sanitizer: exit $rc"
+echo "sanitizer_gpu_checks: exit $rc"
 exit $rc

@@ -1,6 +1,6 @@
-"""H200 checks of Triton as a source (issue 12, point 1), run by bench/device_triton.sh:
+"""H200 checks of Triton as a source (issue 12, point 1), run by bench/triton_gpu_checks.sh:
 
-    python3 bench/device_triton.py --out "$OUT"
+    python3 bench/triton_gpu_checks.py --out "$OUT"
 
 1. Triton's own PTX of examples/vec_add_triton.py and examples/softmax_triton.py (the reference
    lowering, built from the kernels' own source in a separate process) GPU-tested against the

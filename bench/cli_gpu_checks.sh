@@ -1,17 +1,12 @@
 #!/usr/bin/env bash
 # The stranger's first ten minutes on a machine WITH a GPU (H200), one call:
-#   bash bench/device_stranger.sh     (device run tool; carry .whl = openai, pygls, pytest-lsp … wheels)
+#   bash bench/cli_gpu_checks.sh     (device run tool; carry .whl = openai, pygls, pytest-lsp … wheels)
 # Checks what a no-GPU CI machine cannot: the CLI's plain-text / Markdown / JSON output of a real
 # GPU test table, its exit codes, doctor's GPU line, and the status bar data the server sends
 # (GPU name; a file without .target takes its arch from the GPU). Results land in $OUT and
-# bench/results/stranger-h200.txt; exits non-zero when a check fails.
+# bench/results/cli-gpu-checks/h200-<date>.txt; exits non-zero when a check fails.
 set -o pipefail
 source scripts/device-env.sh
-OUT=${OUT:-/tmp/ptxls-out}; mkdir -p "$OUT"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH="$PYTHONPATH:/tmp/site"
-fi
 LOG="$OUT/stranger.txt"; : > "$LOG"
 failed=0
 say() { echo "$*" | tee -a "$LOG"; }
@@ -82,6 +77,7 @@ PY
 check "status: the GPU's name, and arch from the GPU for a file without .target" grep -q STATUS-OK "$LOG"
 
 # Results are kept only from a machine with a GPU (a CPU machine's failures are expected).
-if nvidia-smi -L >/dev/null 2>&1; then mkdir -p bench/results && cp "$LOG" bench/results/stranger-h200.txt; fi
-say "== $([[ $failed == 0 ]] && echo 'all checks passed' || echo 'SOME CHECKS FAILED') (log: $LOG, bench/results/stranger-h200.txt)"
+KEEP=bench/results/cli-gpu-checks/h200-$(date -u +%F).txt
+if nvidia-smi -L >/dev/null 2>&1; then mkdir -p "$(dirname "$KEEP")" && cp "$LOG" "$KEEP"; fi
+say "== $([[ $failed == 0 ]] && echo 'all checks passed' || echo 'SOME CHECKS FAILED') (log: $LOG, $KEEP)"
 exit $failed

@@ -1,6 +1,6 @@
 """H200 checks of the lowering loop's results (issue 8 and issue 9.2), through the real CLI:
 
-    python3 bench/device_loop.py --out "$OUT"
+    python3 bench/loop_gpu_checks.py --out "$OUT"
 
 Each case runs ``ptxls lower examples/vec_add.cu`` in a scratch workspace against the scripted
 OpenAI-compatible server on loopback (stdlib only), with the GPU test on the real device:
