@@ -20,9 +20,15 @@ import asyncio  # noqa: E402
 import importlib  # noqa: E402
 import os  # noqa: E402
 
+from .grammar import (  # noqa: E402
+    ARCH_HELP,
+    EXIT_CANNOT_RUN,
+    EXIT_TABLE,
+    PtxlsArgumentParser,
+    arch_problem,
+    say,
+)
 from .output_format import add_format_argument, chosen_format  # noqa: E402
-
-EXIT_OK, EXIT_PROBLEMS, EXIT_CANNOT_RUN = 0, 1, 2
 
 # Subcommands with a module of their own; each has add_parser(sub) and run(args).
 _COMMAND_MODULES = [
@@ -51,6 +57,7 @@ def _check(args: argparse.Namespace) -> int:
             nvcc=args.nvcc,
             timeout=args.timeout,
             fix=args.fix,
+            fmt=chosen_format(args),
         )
     )
 
@@ -125,9 +132,7 @@ def _add_check(sub, runners: dict) -> None:
         "--timeout, an --arch older than the file's .target).",
     )
     p.add_argument("files", nargs="+", metavar="FILE")
-    p.add_argument(
-        "--arch", help="sm_XX to assemble for (default: the file's .target, the local GPU, sm_90)"
-    )
+    p.add_argument("--arch", help=ARCH_HELP)
     p.add_argument(
         "--ptxas",
         help="path of the ptxas to use (default: PTXLS_PTXAS, PATH, the nvidia-cuda-nvcc wheel)",
@@ -146,6 +151,7 @@ def _add_check(sub, runners: dict) -> None:
         help="apply the fixes the check prints as 'note: fix:' to the .ptx files, then check "
         "them again (only where the file still says what the check saw)",
     )
+    add_format_argument(p, json_alias=False)
     runners["check"] = _check
 
 
@@ -157,7 +163,7 @@ def _add_usage(sub, runners: dict) -> None:
         "ptxls check), 2 cannot run.",
     )
     p.add_argument("file", metavar="FILE.ptx")
-    p.add_argument("--arch", help="sm_XX (default: the file's .target, the local GPU, sm_90)")
+    p.add_argument("--arch", help=ARCH_HELP)
     p.add_argument("--ptxas", help="path of the ptxas to use")
     p.add_argument(
         "--block",
@@ -195,11 +201,14 @@ def _add_demo(sub, runners: dict) -> None:
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict]:
-    parser = argparse.ArgumentParser(
-        prog="ptxls", description="PTX language server and toolbox: check, test, lower, bench."
+    parser = PtxlsArgumentParser(
+        prog="ptxls",
+        description="PTX language server and toolbox: check, test, lower, bench.",
+        epilog=EXIT_TABLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"ptxls {version()}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")  # PtxlsArgumentParser too
     runners: dict = {}
     _add_serve(sub, runners)
     _add_check(sub, runners)
@@ -215,11 +224,50 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     return parser, runners
 
 
+# Commands whose FILE arguments are paths to read: a missing one is said before anything runs.
+_READS_FILES = ("check", "usage", "test", "lower", "sass")
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """The arguments, checked the same way for every command: an unknown option is the
+    subcommand's mistake (its usage, the closest option), an --arch must be one ptxas
+    accepts. Exits 2 (argparse's SystemExit) when they are wrong."""
+    args, extras = parser.parse_known_args(argv)
+    command = getattr(args, "command", None)
+    here = _subparser(parser, command) or parser
+    if extras:
+        here.error(f"unrecognized arguments: {' '.join(extras)}")
+    arch = getattr(args, "arch", None)
+    if command and arch is not None:
+        problem = arch_problem(arch, getattr(args, "ptxas", None))
+        if problem:
+            here.error(problem)
+    return args
+
+
+def _subparser(parser: argparse.ArgumentParser, command: str | None):
+    for action in parser._subparsers._group_actions if parser._subparsers else ():
+        if command in getattr(action, "choices", {}):
+            return action.choices[command]
+    return None
+
+
+def _missing_file(args: argparse.Namespace) -> str | None:
+    if args.command not in _READS_FILES:
+        return None
+    files = getattr(args, "files", None) or [getattr(args, "file", None)]
+    return next((f for f in files if f and not os.path.exists(f)), None)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser, runners = build_parser()
-    args = parser.parse_args(argv)
+    args = _parse(parser, argv)
     if not args.command:
         parser.print_help()
+        return EXIT_CANNOT_RUN
+    missing = _missing_file(args)
+    if missing:
+        say(args.command, f"no such file: {missing}")
         return EXIT_CANNOT_RUN
     if args.command == "serve":
         # stdout carries the protocol; features/key_scrub.py scrubs every message and the log
@@ -233,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return runners[args.command](args)
     except KeyboardInterrupt:
-        print("ptxls: interrupted", file=sys.stderr)
+        say(args.command, "interrupted")
         return 130
     except BrokenPipeError:
         # The reader went away (`ptxls doctor | head`): stop quietly, as Unix tools do; the

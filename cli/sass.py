@@ -18,9 +18,10 @@ import json
 import sys
 from pathlib import Path
 
-from .output_format import add_format_argument, chosen_format
+from ptxls.frontend.languages import CUDA, PTX, PYTHON, extensions, language_of
 
-EXIT_OK, EXIT_PROBLEMS, EXIT_CANNOT_RUN = 0, 1, 2
+from .grammar import ARCH_HELP, EXIT_CANNOT_RUN, EXIT_OK, EXIT_PROBLEMS, say
+from .output_format import add_format_argument, chosen_format
 
 
 def add_parser(subparsers) -> None:  # argparse's private subparsers type
@@ -34,7 +35,7 @@ def add_parser(subparsers) -> None:  # argparse's private subparsers type
     )
     p.add_argument("file", metavar="FILE", help="a .ptx, .cu, or .py file with @triton.jit kernels")
     p.add_argument("--kernel", help="only this function (PTX name or a CUDA kernel's plain name)")
-    p.add_argument("--arch", help="sm_XX (default: the file's .target, the local GPU, sm_90)")
+    p.add_argument("--arch", help=ARCH_HELP)
     p.add_argument("--ptxas", help="path of the ptxas to use")
     p.add_argument("--nvdisasm", help="path of the nvdisasm to use")
     p.add_argument("--nvcc", help="path of the nvcc to use for a .cu file")
@@ -70,12 +71,16 @@ async def run_sass(args: argparse.Namespace) -> int:
     from ptxls.toolchain.discovery import ToolNotFound
 
     path = Path(args.file)
+    language = language_of(str(path))
+    if language is None:
+        readable = extensions(PTX, CUDA, PYTHON)
+        return _cannot_run(f"{path}: not a PTX, CUDA or Triton file (sass reads {readable})")
     try:
         text = decode_bytes(path.read_bytes())
     except OSError as e:
         return _cannot_run(f"cannot read {path}: {e.strerror or e}")
-    is_cuda = path.suffix in (".cu", ".cuh")
-    is_triton = path.suffix == ".py"
+    is_cuda = language == CUDA
+    is_triton = language == PYTHON
     options = SassOptions(
         arch=choose_arch(args.arch, None if is_cuda or is_triton else ptx_target(text)),
         file_name=path.name,
@@ -98,7 +103,27 @@ async def run_sass(args: argparse.Namespace) -> int:
             report = await sass_for_ptx(text, options)
     except (ToolNotFound, OSError) as e:
         return _cannot_run(str(e))
+    if not report.ok and not report.cannot_run and not is_triton and chosen_format(args) != "json":
+        return await _refused(path, args)
     return _print(report, args)
+
+
+async def _refused(path: Path, args: argparse.Namespace) -> int:
+    """ptxas (or nvcc) found errors: said through ``ptxls check``'s engine and printer (the
+    cascade folded into its cause, the fixes noted), never as the tool's raw text."""
+    from .check import check_file, print_problems
+
+    try:
+        result = await check_file(
+            path, arch=args.arch, ptxas=args.ptxas, nvcc=args.nvcc, timeout=args.timeout
+        )
+    except Exception as e:  # the check could not run either: say why
+        return _cannot_run(str(e))
+    code = print_problems("sass", str(path), path, result, args.arch, sys.stdout)
+    if code == EXIT_PROBLEMS:
+        say("sass", f"no SASS for {path}: {'nvcc' if path.suffix != '.ptx' else 'ptxas'} "
+                    "found errors in it")  # fmt: skip
+    return code if code != EXIT_OK else EXIT_PROBLEMS
 
 
 def _triton_kernel(text: str, asked: str | None) -> str:
@@ -127,7 +152,8 @@ def _print(report, args: argparse.Namespace) -> int:  # a SassReport
         if fmt == "json":
             print(json.dumps(to_json(report), indent=2))
         else:
-            print("\n".join(report.errors), file=sys.stderr)
+            for line in report.errors:
+                say("sass", line)
         return EXIT_CANNOT_RUN if report.cannot_run else EXIT_PROBLEMS
     kernel = None
     if args.kernel:
@@ -146,5 +172,5 @@ def _print(report, args: argparse.Namespace) -> int:  # a SassReport
 
 
 def _cannot_run(message: str) -> int:
-    print(f"ptxls sass: {message}", file=sys.stderr)
+    say("sass", message)
     return EXIT_CANNOT_RUN
