@@ -136,6 +136,8 @@ def _exact_lanes(fn, lanes: np.ndarray, mode: str, *arrays: np.ndarray) -> np.nd
 def add(a, b, rnd: str = "rn", ftz: bool = False, sat: bool = False) -> np.ndarray:
     """``add{.rnd}{.ftz}{.sat}.f32`` / ``add{.rnd}.f64``: a + b, one rounding with ``rnd``."""
     dt, (a, b) = _prep((a, b), ftz)
+    if rnd == "rn":  # numpy's float32/float64 add is IEEE round-to-nearest-even
+        return _finish(a + b, dt, ftz, sat, (a, b))
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     s, e = two_sum(a64, b64)
     finite_in = np.isfinite(a64) & np.isfinite(b64)
@@ -178,6 +180,8 @@ def _overflow(s, rnd):
 def mul(a, b, rnd: str = "rn", ftz: bool = False, sat: bool = False) -> np.ndarray:
     """``mul{.rnd}{.ftz}{.sat}.f32`` / ``mul{.rnd}.f64``: a * b."""
     dt, (a, b) = _prep((a, b), ftz)
+    if rnd == "rn":
+        return _finish(a * b, dt, ftz, sat, (a, b))
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     if dt == np.float32:
         with np.errstate(all="ignore"):
@@ -208,6 +212,8 @@ def fma(a, b, c, rnd: str = "rn", ftz: bool = False, sat: bool = False) -> np.nd
     finite_in = np.isfinite(a64) & np.isfinite(b64) & np.isfinite(c64)
     with np.errstate(all="ignore"):
         naive = a64 * b64 + c64  # the right inf/NaN for non-finite inputs
+    if dt == np.float32 and rnd == "rn":
+        return _finish(_fma32_rn(a64, b64, c64), dt, ftz, sat)
     if dt == np.float32:
         with np.errstate(all="ignore"):
             p = a64 * b64
@@ -230,6 +236,22 @@ def fma(a, b, c, rnd: str = "rn", ftz: bool = False, sat: bool = False) -> np.nd
     if slow.any():
         r[slow] = _exact_lanes(lambda x, y, w: x * y + w, slow, rnd, a64, b64, c64)
     return _finish(r, dt, ftz, sat, (a64, b64, c64))
+
+
+def _fma32_rn(a64, b64, c64):
+    """fma.rn.f32 fast: a*b is exact in float64, so RN32(fl64(a*b + c)) is right unless
+    fl64(a*b + c) fell exactly on an f32 midpoint (its low 28 significand bits are zero,
+    which also catches exact values): those few lanes are redone exactly."""
+    with np.errstate(all="ignore"):
+        p = a64 * b64
+        s = p + c64
+        r = s.astype(np.float32)
+    cand = np.flatnonzero(((s.view(np.uint64) & np.uint64(0x0FFFFFFF)) == 0) & np.isfinite(s))
+    if cand.size:
+        ps, es = two_sum(p[cand], c64[cand])
+        rr = round_pair(ps, es, F32, "rn")
+        r[cand] = rr.astype(np.float32)
+    return r.astype(np.float64)
 
 
 def _fma64_rn(a, b, c):
@@ -276,6 +298,8 @@ def div(a, b, rnd: str = "rn", ftz: bool = False) -> np.ndarray:
             r = _canon(np.where(big & (a == 0), np.float32(0.0), r).astype(np.float32))
         return r
     dt, (a, b) = _prep((a, b), ftz)
+    if rnd == "rn":  # numpy's division is IEEE correctly rounded in both widths
+        return _finish(a / b, dt, ftz, False, (a, b), first_nan=True)
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     with np.errstate(all="ignore"):
         s = a64 / b64
@@ -319,6 +343,8 @@ def sqrt(a, rnd: str = "rn", ftz: bool = False) -> np.ndarray:
     """``sqrt.rnd{.ftz}.f32`` / ``sqrt.rnd.f64``: correctly rounded square root (sqrt(-0) = -0,
     negative → NaN)."""
     dt, (a,) = _prep((a,), ftz)
+    if rnd == "rn":  # numpy's sqrt is IEEE correctly rounded in both widths
+        return _finish(np.sqrt(a), dt, ftz, False, (a,))
     a64 = a.astype(np.float64)
     with np.errstate(all="ignore"):
         s = np.sqrt(a64)

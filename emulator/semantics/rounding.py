@@ -99,6 +99,84 @@ def round_pair(s: np.ndarray, e: np.ndarray, fmt: Format, mode: str = "rn") -> n
     e = np.broadcast_to(np.asarray(e, dtype=np.float64), s.shape)
     if fmt is F64:
         return _nudge_f64(s, e, mode)
+    if fmt.name in _NUMPY_TYPES and mode != "rna":
+        return _round_by_cast(s, e, _NUMPY_TYPES[fmt.name], mode)
+    if fmt.name == "bf16" and mode != "rna":
+        return _round_bf16(s, e, mode)
+    return round_pair_generic(s, e, fmt, mode)
+
+
+def _round_bf16(s: np.ndarray, e: np.ndarray, mode: str) -> np.ndarray:
+    """bf16 by bits: s + e rounded to ODD in f32 (keeps a sticky bit, so the second rounding
+    is a correct single rounding: 24 bits > 8 + 2), then rounded to the top 16 bits."""
+    with np.errstate(all="ignore"):
+        r = s.astype(np.float32)
+        d = (s - r.astype(np.float64)) + e
+        fix = np.flatnonzero((d != 0) & ((r.view(np.uint32) & np.uint32(1)) == 0) & np.isfinite(s))
+        if fix.size:
+            r[fix] = np.nextafter(r[fix], np.where(d[fix] > 0, np.inf, -np.inf).astype(np.float32))
+        b = r.view(np.uint32).astype(np.uint64)
+        neg = (b >> np.uint64(31)) == 1
+        low = np.uint64(0xFFFF)
+        if mode == "rn":
+            b = b + np.uint64(0x7FFF) + ((b >> np.uint64(16)) & np.uint64(1))
+        elif mode == "rm":
+            b = np.where(neg, b + low, b)
+        elif mode == "rp":
+            b = np.where(neg, b, b + low)
+        top = ((b >> np.uint64(16)) & np.uint64(0xFFFF)).astype(np.uint32) << np.uint32(16)
+        out = top.view(np.float32).astype(np.float64)
+    return np.where(np.isnan(s), s, out)
+
+
+_NUMPY_TYPES = {"f32": np.float32, "f16": np.float16}
+
+
+def _round_by_cast(s: np.ndarray, e: np.ndarray, dt, mode: str) -> np.ndarray:
+    """The fast path for f32/f16: numpy's cast rounds s to nearest-even (correctly, from
+    float64); the exact value's side of that result (sign of (s - r) + e, exact in float64)
+    then picks the neighbour a directed mode needs, and repairs the one case where rounding
+    s is not rounding s + e: s exactly halfway between two targets while e != 0. The repairs
+    touch only the lanes that need them."""
+    with np.errstate(all="ignore"):
+        r = s.astype(dt)
+        r64 = r.astype(np.float64)
+        if mode == "rn":
+            lanes = np.flatnonzero((e != 0) & (s != r64) & np.isfinite(r64))
+            if lanes.size:
+                sl, rl, el = s[lanes], r[lanes], e[lanes]
+                other = np.nextafter(rl, np.where(sl > r64[lanes], np.inf, -np.inf).astype(dt))
+                half = np.abs(other.astype(np.float64) - r64[lanes]) / 2
+                tie = np.abs(sl - r64[lanes]) == half
+                move = tie & ((el > 0) == (sl > r64[lanes]))  # exact value on e's side of s
+                r[lanes] = np.where(move, other, rl)
+            return r.astype(np.float64)
+        d = (s - r64) + e  # exact value minus r: only its sign is used
+        if mode == "rz":
+            step = ((d < 0) & (r > 0)) | ((d > 0) & (r < 0))
+            target = 0.0
+        elif mode == "rm":
+            step = d < 0
+            target = -np.inf
+        else:
+            step = d > 0
+            target = np.inf
+        step &= np.isfinite(s)
+        lanes = np.flatnonzero(step)
+        if lanes.size:
+            r[lanes] = np.nextafter(r[lanes], dt(target))
+        # a zero result keeps the sign of the exact value (a positive value rounded down to 0)
+        zeros = np.flatnonzero(r == 0)
+        if zeros.size:
+            sz, dz = s[zeros], d[zeros]
+            sign_src = np.where((sz == 0) & (dz != 0), dz, sz)
+            r[zeros] = np.copysign(dt(0), sign_src).astype(dt)
+        return r.astype(np.float64)
+
+
+def round_pair_generic(s: np.ndarray, e: np.ndarray, fmt: Format, mode: str = "rn") -> np.ndarray:
+    """``round_pair`` for any format and mode, by scaling to the target's quantum (used for
+    bf16, tf32, e4m3, e5m2 and .rna; f32/f16 take ``_round_by_cast``)."""
     finite = np.isfinite(s)
     with np.errstate(all="ignore"):
         ss = np.where(finite, s, 0.0)

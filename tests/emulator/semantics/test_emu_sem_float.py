@@ -197,3 +197,27 @@ def test_f64_nan_rules_of_the_h200():
 
 def test_bits_helpers_roundtrip():
     assert bits_f32(f32_bits(1.5)) == 1.5 and bits_f64(f64_bits(-2.25)) == -2.25
+
+
+@pytest.mark.parametrize("fmt_name", ["f32", "f16", "bf16"])
+@pytest.mark.parametrize("rnd", MODES)
+def test_fast_rounding_paths_agree_with_the_generic_one(fmt_name, rnd):
+    """round_pair's cast/bit fast paths against the quantum-scaling implementation, on pairs
+    built to sit on ties, just off ties, at binade edges and in the subnormal range."""
+    from ptxls.emulator.semantics import rounding
+
+    fmt = rounding.FORMATS_BY_NAME[fmt_name]
+    rng = np.random.default_rng(31)
+    n = 4000
+    p = fmt.precision
+    exp = rng.integers(fmt.emin - p - 2, 12, n)
+    sig = rng.integers(2**p, 2 ** (p + 1), n).astype(np.float64)  # one bit below the target's
+    s = np.ldexp(sig, exp - p) * rng.choice([-1.0, 1.0], n)  # many exact ties and exact values
+    tiny = np.ldexp(np.abs(s), -60) * rng.choice([-1.0, 0.0, 1.0], n)
+    e = np.where(np.abs(tiny) > 0, tiny, 0.0)
+    got = rounding.round_pair(s, e, fmt, rnd)
+    want = rounding.round_pair_generic(s, e, fmt, rnd)
+    same = (got == want) & (np.signbit(got) == np.signbit(want))
+    assert same.all(), list(
+        zip(s[~same][:3], e[~same][:3], got[~same][:3], want[~same][:3], strict=True)
+    )
