@@ -220,8 +220,8 @@ def footer(report: TestReport) -> str:
         bits.append(f"reference: {report.reference}")
     if report.seed is not None:
         bits.append(f"seed {report.seed}")
-    if report.seconds:
-        bits.append(f"{report.seconds:.2f} s")
+    if report.seconds:  # alone (no device, nothing ran) it says what it is
+        bits.append(f"{report.seconds:.2f} s" if bits else f"took {report.seconds:.2f} s")
     if report.worker_restarted:
         bits.append("worker replaced")
     return ("_" + "; ".join(bits) + "_") if bits else ""
