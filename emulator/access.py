@@ -34,9 +34,10 @@ def split_generic(w, addr: np.ndarray):
 def _misaligned(w, addr, size, pc, space, threads) -> np.ndarray | None:
     if size <= 1:
         return None
-    bad = (addr & np.uint64(size - 1)) != 0
-    if not bad.any():
-        return None
+    low = np.uint64(size - 1)
+    if not (np.bitwise_or.reduce(addr.reshape(-1)) & low if addr.size else 0):
+        return None  # one pass: every address aligned
+    bad = (addr & low) != 0
     i = int(np.argmax(bad))
     w.checks.add(
         E.MISALIGNED, pc, f"{size}-byte {space} access at {int(addr[i]):#x} is not {size}-byte aligned",

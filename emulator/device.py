@@ -248,10 +248,13 @@ def launch(fn, grid, block, shared: int, args: list[np.ndarray]) -> None:
     module, name = fn
     dev = _device()
     params = [np.ascontiguousarray(a).tobytes() for a in args]
-    result = emu.launch(
-        module.emu, name, tuple(grid), tuple(block), int(shared), params, dev.memory,
-        budget=_budget(dev.budget),
-    )  # fmt: skip
+    try:
+        result = emu.launch(
+            module.emu, name, tuple(grid), tuple(block), int(shared), params, dev.memory,
+            budget=_budget(dev.budget),
+        )  # fmt: skip
+    except emu.Refused as e:  # found only when the instruction is reached
+        raise Refused(e) from None
     dev.launches += 1
     ran = int(getattr(result, "thread_instructions", 0) or 0)
     dev.thread_instructions += ran

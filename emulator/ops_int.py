@@ -346,13 +346,23 @@ _CMP_INT = {
 
 
 def compare(cmp: str, a, b, t: str):
-    if t[0] == "f" or t in ("bf16", "f16"):
-        from .ops_float import fcompare
-
-        return fcompare(cmp, a, b)
+    """Integer comparison (lo/ls/hi/hs compare as unsigned)."""
     if cmp in ("lo", "ls", "hi", "hs") and V.is_signed(t):
         a, b = a.astype(V.UNSIGNED[a.dtype.itemsize]), b.astype(V.UNSIGNED[a.dtype.itemsize])
     return _CMP_INT[cmp](a, b)
+
+
+_FLOATS = ("f32", "f64", "f16", "bf16", "f16x2", "bf16x2")
+
+
+def _compare_operands(w, ins, cmp, t, sel, pc):
+    if t in _FLOATS:
+        from .ops_float import fsetp
+
+        return fsetp(w, ins, cmp, t, sel, pc, "ftz" in ins.mods)
+    a = w.get(ins.operands[1], t, sel, pc)
+    b = w.get(ins.operands[2], t, sel, pc)
+    return compare(cmp, a, b, t)
 
 
 def _prep_setp(ins):
@@ -373,16 +383,14 @@ def _bool_op(bop, x, y):
 @handler("setp", prepare=_prep_setp)
 def _setp(w, ins, sel, pc):
     cmp, t, bop = ins.info
-    if t in ("f16x2", "bf16x2"):
-        from .ops_float import setp_x2
-
-        return setp_x2(w, ins, sel, pc)
-    a = w.get(ins.operands[1], t, sel, pc)
-    b = w.get(ins.operands[2], t, sel, pc)
-    r = compare(cmp, a, b, t)
+    r = _compare_operands(w, ins, cmp, t, sel, pc)
     dst = ins.operands[0]
-    if bop:
-        c = w.get(ins.operands[3], "pred", sel, pc)
+    c = w.get(ins.operands[3], "pred", sel, pc) if bop else None
+    if t in ("f16x2", "bf16x2"):  # setp.f16x2 p|q: element 0's and element 1's result
+        p, q = r
+        if bop:
+            p, q = _bool_op(bop, p, c), _bool_op(bop, q, c)
+    elif bop:
         p, q = _bool_op(bop, r, c), _bool_op(bop, ~r, c)
     else:
         p, q = r, ~r
@@ -398,9 +406,7 @@ def _set(w, ins, sel, pc):
     cmp, _t, bop = ins.info
     ts = types_of(ins)
     dt, st = ts[0], ts[-1]
-    a = w.get(ins.operands[1], st, sel, pc)
-    b = w.get(ins.operands[2], st, sel, pc)
-    r = compare(cmp, a, b, st)
+    r = _compare_operands(w, ins, cmp, st, sel, pc)
     if bop:
         r = _bool_op(bop, r, w.get(ins.operands[3], "pred", sel, pc))
     if dt == "f32":

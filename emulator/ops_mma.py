@@ -80,9 +80,9 @@ def _unpack_half(u32, kind):
     lo, hi = (u & 0xFFFF).astype(np.uint16), (u >> 16).astype(np.uint16)
     if kind == "f16":
         return lo.view(np.float16).astype(np.float64), hi.view(np.float16).astype(np.float64)
-    from .ops_float import bf16_to_f32
+    from .semantics import half
 
-    return bf16_to_f32(lo).astype(np.float64), bf16_to_f32(hi).astype(np.float64)
+    return half.to_float64(lo, "bf16"), half.to_float64(hi, "bf16")
 
 
 @handler("mma", prepare=_prep_mma)

@@ -43,13 +43,15 @@ class Wave:
         self.nblocks = len(blocks)
         self.N = n = bt * len(blocks)
         self.block_ids = np.asarray(blocks, dtype=np.int64)
-        t = np.arange(n, dtype=np.int64)
-        self.all_idx = t
-        self.slot = t // bt  # which resident block a thread is in
-        self.lin = (t % bt).astype(np.int64)  # linear thread index inside its block
+        # per-thread coordinates built from one block's pattern (repeat/tile: no divisions)
+        self.all_idx = np.arange(n, dtype=np.int64)
+        nb = len(blocks)
+        self.slot = np.repeat(np.arange(nb, dtype=np.int64), bt)  # resident block of a thread
+        block_lin = np.arange(bt, dtype=np.int64)
+        self.lin = np.tile(block_lin, nb)  # linear thread index inside its block
         self.warps_per_block = (bt + 31) // 32
-        self.gwarp = self.slot * self.warps_per_block + self.lin // 32  # wave-wide warp number
-        self.lane = (self.lin % 32).astype(np.uint32)
+        self.gwarp = np.tile(block_lin // 32, nb) + self.slot * self.warps_per_block
+        self.lane = np.tile((block_lin % 32).astype(np.uint32), nb)
         self.nwarps = self.nblocks * self.warps_per_block
         self._special_cache: dict[str, np.ndarray] = {}
         self.regs: list[np.ndarray | None] = [None] * len(func.regs)
@@ -224,20 +226,17 @@ class Wave:
     def _per_thread(self, name: str) -> np.ndarray:
         bx, by, _ = self.launch.block
         gx, gy, _ = self.launch.grid
+        nb, bt = self.nblocks, self.block_threads
+        lin = np.arange(bt, dtype=np.int64)
+        if name in ("%tid.x", "%tid.y", "%tid.z"):
+            one = {"x": lin % bx, "y": (lin // bx) % by, "z": lin // (bx * by)}[name[-1]]
+            return np.tile(one.astype(np.uint32), nb)
+        b = self.block_ids
+        if name in ("%ctaid.x", "%ctaid.y", "%ctaid.z", "%smid"):
+            per_block = {"%ctaid.x": b % gx, "%ctaid.y": (b // gx) % gy,
+                         "%ctaid.z": b // (gx * gy), "%smid": b % NUM_SMS}[name]  # fmt: skip
+            return np.repeat(per_block.astype(np.uint32), bt)
         lin = self.lin
-        if name == "%tid.x":
-            return (lin % bx).astype(np.uint32)
-        if name == "%tid.y":
-            return ((lin // bx) % by).astype(np.uint32)
-        if name == "%tid.z":
-            return (lin // (bx * by)).astype(np.uint32)
-        b = self.block_ids[self.slot]
-        if name == "%ctaid.x":
-            return (b % gx).astype(np.uint32)
-        if name == "%ctaid.y":
-            return ((b // gx) % gy).astype(np.uint32)
-        if name == "%ctaid.z":
-            return (b // (gx * gy)).astype(np.uint32)
         if name == "%laneid":
             return self.lane.copy()
         if name == "%warpid":
