@@ -33,6 +33,7 @@ class NvccLowering:
     notes: list[str] = field(default_factory=list)  # renames, version changes, dropped entries
     compile_summary: str = ""  # "ptxas: ok" on the result
     usage: Resources | None = None  # the entry's ptxas -v numbers, from that same check
+    rejected: bool = False  # nvcc ran and found errors in the source (the user's code is wrong)
 
 
 def plain_name(mangled: str) -> str:
@@ -153,7 +154,9 @@ async def lower_with_nvcc(
         )
     if run.ptx is None:
         err = (run.result.stderr or run.result.stdout).strip().replace(run.temp_dir + "/", "")
-        return NvccLowering(False, message=f"nvcc failed:\n{err}", tool=nvcc.describe())
+        return NvccLowering(
+            False, message=f"nvcc failed:\n{err}", tool=nvcc.describe(), rejected=True
+        )
     ptx = run.ptx
     ptx, entry, notes = select_entry(ptx, kernel, rename)
     if kernel and not entry:

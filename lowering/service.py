@@ -154,8 +154,9 @@ async def lower_nvcc(job: LowerJob, progress: Progress | None = None) -> LowerOu
     res = await _compiler_lowering(job, src, arch)
     if isinstance(res, str):
         return LowerOutcome(False, res)
-    if not res.ok:
-        return LowerOutcome(False, res.message, src.name, notes=res.notes, backend=job.backend)
+    if not res.ok:  # ran: the compiler rejected the source (exit 1), not a tool missing (2)
+        return LowerOutcome(False, res.message, src.name, notes=res.notes, backend=job.backend,
+                            ran=getattr(res, "rejected", False))  # fmt: skip
     arch = getattr(res, "arch", "") or arch  # Triton's PTX targets sm_90a
     usage = res.usage or Resources()  # from the compile check's ptxas -v: no second run
     prov = Provenance(
