@@ -171,24 +171,22 @@ def prmt(a, b, c, mode: str | None = None) -> np.ndarray:
     bytes 4-7). Default mode: nibble i of c (i = 0..3) selects d's byte i: its low 3 bits
     the source byte, its bit 3 "replicate the sign": the selected byte's msb in all 8 bits.
     Modes f4e b4e rc8 ecl ecr rc16 use c[1:0] and the ISA's fixed tables."""
-    a = as_type(a, "u32").astype(np.uint64)
-    b = as_type(b, "u32").astype(np.uint64)
-    c = as_type(c, "u32")
-    src = (b << np.uint64(32)) | a
-    d = np.zeros(a.shape, dtype=np.uint64)
-    for i in range(4):
-        if mode is None:
-            nib = (c >> np.uint32(4 * i)) & np.uint32(0xF)
-            sel = (nib & np.uint32(7)).astype(np.uint64)
-            rep = (nib & np.uint32(8)) != 0
-        else:
-            table = np.array([row[i] for row in _PRMT_MODES[mode]], dtype=np.uint64)
-            sel = table[(c & np.uint32(3)).astype(np.int64)]
-            rep = np.zeros(a.shape, dtype=bool)
-        byte = (src >> (sel * np.uint64(8))) & np.uint64(0xFF)
-        byte = np.where(rep, np.where(byte & np.uint64(0x80), np.uint64(0xFF), np.uint64(0)), byte)
-        d |= byte << np.uint64(8 * i)
-    return d.astype(np.uint32)
+    a, b, c = np.broadcast_arrays(as_type(a, "u32"), as_type(b, "u32"), as_type(c, "u32"))
+    shape = a.shape
+    # the 8 source bytes of every lane, byte 0 = a's least significant (little-endian view)
+    src = np.stack([a.ravel(), b.ravel()], axis=-1).astype("<u4").view(np.uint8).reshape(-1, 8)
+    cc = c.ravel()
+    if mode is None:
+        nib = (cc[:, None] >> np.array([0, 4, 8, 12], dtype=np.uint32)) & np.uint32(0xF)
+        sel = (nib & np.uint32(7)).astype(np.intp)
+        rep = (nib & np.uint32(8)) != 0
+    else:
+        table = np.array(_PRMT_MODES[mode], dtype=np.intp)  # [selector, output byte]
+        sel = table[(cc & np.uint32(3)).astype(np.intp)]
+        rep = np.zeros(sel.shape, dtype=bool)
+    out = np.take_along_axis(src, sel, axis=1)
+    out = np.where(rep, np.where(out & 0x80, 0xFF, 0), out).astype(np.uint8)
+    return np.ascontiguousarray(out).view("<u4").reshape(shape).astype(np.uint32)
 
 
 def lop3(a, b, c, lut: int, t: str = "b32") -> np.ndarray:

@@ -59,8 +59,32 @@ def _fmt(kind):
     return F16 if kind == "f16" else BF16
 
 
+def _f16_rn_fast(op: str, xs):
+    """f16 round-to-nearest without the pair machinery: numpy's float16 add/sub/mul compute
+    in float32 and round once more, which is exact rounding (24 >= 2*11 + 2 bits); fma sums
+    in float64, which is exact unless the exponents span more than 53 bits (then the pair
+    is rounded exactly, for those lanes only)."""
+    v = [x.view(np.float16) for x in xs]
+    with np.errstate(all="ignore"):
+        if op == "add":
+            return (v[0] + v[1]).astype(np.float64)
+        if op == "sub":
+            return (v[0] - v[1]).astype(np.float64)
+        if op == "mul":
+            return (v[0] * v[1]).astype(np.float64)
+        p = v[0].astype(np.float64) * v[1].astype(np.float64)  # exact
+        s, e = two_sum(p, v[2].astype(np.float64))
+        r = s.astype(np.float16).astype(np.float64)  # right wherever s is exact (e == 0)
+    inexact = np.flatnonzero((e != 0) & np.isfinite(s))
+    if inexact.size:
+        r[inexact] = round_pair(s[inexact], e[inexact], F16, "rn")
+    return r
+
+
 def _arith(op: str, rnd: str, ftz: bool, sat: bool, relu: bool):
     def fn(kind, *xs):
+        if kind == "f16" and rnd == "rn" and not ftz:
+            return _post(_f16_rn_fast(op, xs), kind, ftz, sat, relu)
         v = [decode(x, kind) for x in xs]
         if ftz:
             v = [_flush(x, kind) for x in v]
