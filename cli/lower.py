@@ -30,6 +30,8 @@ import json
 import sys
 from pathlib import Path
 
+from .grammar import ARCH_HELP
+
 EXIT_OK, EXIT_FAILED, EXIT_CANNOT_RUN, EXIT_NOT_TESTED = 0, 1, 2, 4
 EXIT_PASSED_EMULATED = 5  # passed on the CPU emulator, not on a GPU
 
@@ -66,7 +68,7 @@ def add_parser(subparsers) -> None:
         action="store_true",
         help="for a .ptx FILE: verify and time all candidates, keep the fastest",
     )
-    p.add_argument("--arch", help="sm_XX (default sm_90)")
+    p.add_argument("--arch", help=ARCH_HELP)
     p.add_argument("--candidates", type=int, help="parallel candidates (default 2)")
     p.add_argument("--rounds", type=int, help="max rounds per candidate (default 5)")
     p.add_argument(
@@ -254,6 +256,17 @@ def _argument_problem(args: argparse.Namespace) -> str:
     return ""
 
 
+def _no_llm(path: Path) -> str:
+    """--backend llm (the default) with no endpoint: what to set, and the compiler's own PTX
+    as the way to get PTX without one."""
+    without = {".cu": "nvcc", ".cuh": "nvcc", ".py": "triton"}.get(path.suffix)
+    instead = f"; without an LLM, --backend {without} gives {without}'s own PTX" if without else ""
+    return (
+        "no LLM endpoint is configured for --backend llm (the default): set PTXLS_MODEL and "
+        "OPENAI_BASE_URL (a local server) or OPENAI_API_KEY (see ptxls doctor)" + instead
+    )
+
+
 def _print_plan(job, outcome) -> int:
     plan, error = outcome
     if error:
@@ -302,6 +315,11 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_CANNOT_RUN
     else:
         path, text = workspace / "request.txt", ""
+    if not args.arch:  # the rule of every command: the file's .target, the local GPU, sm_90
+        from ptxls.frontend.ptx import ptx_target
+        from ptxls.toolchain.arch import choose_arch
+
+        args.arch = choose_arch(None, ptx_target(text) if path.suffix == ".ptx" else None)
     plan_text = ""
     if args.plan:
         try:
@@ -315,6 +333,9 @@ def run(args: argparse.Namespace) -> int:
     settings, problems = _settings(args)
     for p in problems:
         _err(p)
+    if args.backend == "llm" and not settings.ready:
+        _err(_no_llm(path))
+        return EXIT_CANNOT_RUN
     output = None
     if args.output and args.output != "-":
         output = Path(args.output)
