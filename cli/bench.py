@@ -40,8 +40,10 @@ def add_parser(subparsers) -> None:
     p.add_argument(
         "--sizes", nargs="+", metavar="N", help="sizes instead of the spec's bench sizes"
     )
-    p.add_argument("--arch", help="sm_XX to assemble for (default: the GPU's)")
-    p.add_argument("--json", action="store_true", help="print rows and machine facts as JSON")
+    p.add_argument("--arch", help="sm_XX[a|f] to assemble for (default: the GPU's)")
+    from .output_format import add_format_argument
+
+    add_format_argument(p)  # --format {text,markdown,json}; --json: rows and machine facts
     p.add_argument("--out", metavar="FILE", help="also write the table (.md) or JSON (.json)")
 
 
@@ -110,6 +112,10 @@ def run(args: argparse.Namespace) -> int:
     from ptxls.gputest.bench import format_bench, geomean, machine_facts
 
     from .gpu_test import _sizes
+    from .output_format import chosen_format, markdown_to_text
+
+    fmt = chosen_format(args)
+    args.json = fmt == "json"
 
     for f, what in ((args.ref, "reference"), (args.spec, "spec")):
         if f and not Path(f).is_file():
@@ -138,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
              "rows": [r.to_dict() for r in rows]}, indent=2, default=str)  # fmt: skip
     else:
         text = format_bench(rows, facts)
-    print(text)
+    print(markdown_to_text(text) if fmt == "text" else text)
     if args.out:
         _write(args, rows, facts, text)
     if any(r.status == "no-gpu" for r in rows):

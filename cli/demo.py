@@ -10,13 +10,16 @@ an endpoint, the GPU test without a CUDA device).
 from __future__ import annotations
 
 import asyncio
+import io
+import json
 import sys
 from pathlib import Path
 
 from ptxls.diagnostics.engine import PtxasUnavailable
 from ptxls.diagnostics.model import Severity
 
-from .check import check_file
+from .check import check_file, plural
+from .grammar import say
 
 
 def repo_examples() -> Path | None:
@@ -38,14 +41,16 @@ async def _diagnostics_step(examples: Path, out) -> bool:
         try:
             result = await check_file(path, arch=None, ptxas=None, nvcc=None)
         except PtxasUnavailable as e:
-            print(f"ptxls: {e}", file=out)
+            print(f"ptxls demo: {e}", file=out)
             return False
         errors = sum(1 for p in result.problems if p.severity is Severity.ERROR)
         expected_broken = path.name.startswith("broken")
+        others = len(result.problems) - errors
         verdict = (
             "clean"
             if not result.problems
-            else f"{errors} errors, {len(result.problems) - errors} other"
+            else plural(errors, "error")
+            + (f", {plural(others, 'other problem')}" if others else "")
         )
         note = " (deliberate mistake, as expected)" if expected_broken and errors else ""
         print(f"{path.name:<20} {verdict}{note}   [{result.tool}, -arch={result.arch}]", file=out)
@@ -57,26 +62,44 @@ async def _diagnostics_step(examples: Path, out) -> bool:
 
 
 def run_demo(
-    examples_dir: str | None, *, skip_gpu: bool = False, skip_lowering: bool = False, out=None
+    examples_dir: str | None,
+    *,
+    skip_gpu: bool = False,
+    skip_lowering: bool = False,
+    out=None,
+    fmt: str = "text",
 ) -> int:
+    """The steps' narratives as they run (text), or gathered per step (markdown: a section
+    each; json: {steps: [{step, ok, output}], ok})."""
     out = out or sys.stdout
     examples = Path(examples_dir) if examples_dir else repo_examples()
     if examples is None or not examples.is_dir():
-        print(
-            "ptxls demo: no examples/ folder here; run it from the ptxls repository or pass --examples DIR",
-            file=sys.stderr,
+        say(
+            "demo",
+            "no examples/ folder here; run it from the ptxls repository or pass --examples DIR",
         )
         return 2
-    ok = asyncio.run(_diagnostics_step(examples, out))
     from . import demo_steps
 
+    steps = [("diagnostics", lambda o: asyncio.run(_diagnostics_step(examples, o)))]
     if not skip_lowering:
-        ok = demo_steps.lowering_step(examples, out) and ok
+        steps.append(("lowering", lambda o: demo_steps.lowering_step(examples, o)))
     if not skip_gpu:
-        ok = demo_steps.gpu_step(examples, out) and ok
-    print(
-        "\nptxls demo: "
-        + ("all steps behaved as expected" if ok else "SOMETHING UNEXPECTED happened (see above)"),
-        file=out,
-    )
+        steps.append(("GPU test", lambda o: demo_steps.gpu_step(examples, o)))
+    done = []
+    for name, step in steps:
+        said = out if fmt == "text" else io.StringIO()
+        done.append((name, step(said), "" if said is out else said.getvalue()))
+    ok = all(passed for _, passed, _ in done)
+    verdict = "all steps behaved as expected" if ok else "SOMETHING UNEXPECTED happened (see above)"
+    if fmt == "json":
+        steps_json = [{"step": n, "ok": passed, "output": text} for n, passed, text in done]
+        print(json.dumps({"steps": steps_json, "ok": ok}, indent=2), file=out)
+    elif fmt == "markdown":
+        for name, passed, text in done:
+            print(f"## {name}: {'as expected' if passed else 'UNEXPECTED'}\n", file=out)
+            print(f"```text\n{text.strip()}\n```\n", file=out)
+        print(f"**ptxls demo: {verdict}**", file=out)
+    else:
+        print(f"\nptxls demo: {verdict}", file=out)
     return 0 if ok else 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 
 from ptxls.toolchain.arch import choose_arch
@@ -132,7 +133,7 @@ def _rows(info: dict) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = []
     p = info["ptxas"]
     if "error" in p:
-        rows.append(("ptxas", "NOT FOUND: " + p["error"]))
+        rows.append(("ptxas", "NOT FOUND: " + _how_to_get(p["error"])))
     else:
         rows.append(
             (
@@ -180,10 +181,18 @@ def _rows(info: dict) -> list[tuple[str, str]]:
 
 
 def _found(tool: dict) -> str:
-    """'13.5 at PATH (origin)', or 'not found: how to get it'."""
+    """'13.5 at PATH (origin)', or 'not found: how to get it' (said once: the finder's own
+    message may already start 'X not found')."""
     if "error" in tool:
-        return "not found: " + tool["error"]
+        return "not found: " + _how_to_get(tool["error"])
     return f"{tool['version'] or '?'} at {tool['path']} ({tool['origin']})"
+
+
+def _how_to_get(error: str) -> str:
+    """The finder's message without its own 'X not found.' (the row says it already)."""
+    said = re.match(r"[\w+-]+ (was )?not found[.:]?\s*", error)
+    rest = error[said.end() :] if said and error[said.end() :] else error
+    return rest[:1].lower() + rest[1:]
 
 
 def _optional_rows(info: dict) -> list[tuple[str, str]]:

@@ -94,6 +94,22 @@ def _sizes(raw: list[str] | None) -> list[int] | None:
     return sizes
 
 
+def _unknown_kernel(path: Path, kernel: str | None) -> str:
+    """Why --kernel names no kernel of the file ("" when it does, or when none was asked)."""
+    from ptxls.frontend.demangle import short_name
+    from ptxls.frontend.languages import CUDA, PTX, language_of
+    from ptxls.gputest.api import kernels_in
+
+    language = language_of(str(path))
+    if not kernel or language not in (PTX, CUDA):
+        return ""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    names = [name for name, _, _ in kernels_in(text, "cuda" if language == CUDA else "ptx")]
+    if kernel in names or kernel in {short_name(n) for n in names}:
+        return ""
+    return f"no kernel '{kernel}' in {path.name} (has: {', '.join(names) or 'none'})"
+
+
 async def _run(args: argparse.Namespace, sizes: list[int] | None):
     from ptxls.gputest.api import run_gpu_test_file
     from ptxls.gputest.supervisor import close_shared
@@ -134,6 +150,10 @@ def run(args: argparse.Namespace) -> int:
         sizes = _sizes(args.sizes)
     except ValueError as e:
         print(f"ptxls test: {e}", file=sys.stderr)
+        return EXIT_CANNOT_RUN
+    unknown = _unknown_kernel(path, args.kernel)
+    if unknown:
+        print(f"ptxls test: {unknown}", file=sys.stderr)
         return EXIT_CANNOT_RUN
     from . import sanitize
 

@@ -109,7 +109,9 @@ def _timeout(text: str) -> float:
 def _demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
-    return run_demo(args.examples, skip_gpu=args.no_gpu, skip_lowering=args.no_lowering)
+    return run_demo(
+        args.examples, skip_gpu=args.no_gpu, skip_lowering=args.no_lowering, fmt=chosen_format(args)
+    )
 
 
 def _add_serve(sub, runners: dict) -> None:
@@ -197,6 +199,7 @@ def _add_demo(sub, runners: dict) -> None:
     )
     p.add_argument("--no-gpu", action="store_true", help="skip the GPU test step")
     p.add_argument("--no-lowering", action="store_true", help="skip the lowering step")
+    add_format_argument(p, json_alias=False)
     runners["demo"] = _demo
 
 
