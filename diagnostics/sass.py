@@ -23,7 +23,6 @@ from ptxls.frontend.line_info import LineInfoText, add_line_info
 from ptxls.frontend.ptx import find_entries, ptx_target, ptx_version
 from ptxls.frontend.sass import SassFunction, SassInstruction, parse_res_usage, parse_sass
 from ptxls.toolchain.disasm import (
-    Disassembler,
     disassemble,
     find_disassembler,
     resource_usage,
@@ -271,8 +270,3 @@ async def sass_for_cuda(
         options, arch=arch, file_name=f"{name}.ptx", source_text=cu_text, source_name=name
     )
     return await sass_for_ptx(ptx, ptx_options)
-
-
-def disassembler_for(options: SassOptions) -> Disassembler:
-    """Which disassembler a run would use (for `ptxls doctor`-like reports); may raise."""
-    return find_disassembler(options.nvdisasm_path, options.cuobjdump_path)

@@ -30,11 +30,6 @@ class Example:
     folder: Path = field(hash=False, compare=False)
 
 
-def _line_value(text: str, label: str) -> str:
-    m = re.search(rf"^{label}:\s*(.+?)(?:\.\s*Keywords:.*)?$", text, re.MULTILINE)
-    return m.group(1).strip().rstrip(".") if m else ""
-
-
 def _keywords(description: str) -> tuple[str, ...]:
     # "Keywords:" may wrap onto following lines until a blank line
     m = re.search(r"Keywords:\s*(.+?)(?:\n\s*\n|\Z)", description, re.DOTALL)

@@ -26,12 +26,6 @@ def spec_json_beside(ptx_path: str | None) -> Path | None:
     return candidate if candidate.is_file() else None
 
 
-def spec_json_kernel(path: Path) -> str | None:
-    """The kernel a spec.json is for (None when it cannot be read)."""
-    spec, _ = spec_from_json(_read(path) or "", str(path))
-    return spec.kernel if spec else None
-
-
 def _read(path: Path) -> str | None:
     try:
         return path.read_text(errors="replace")
