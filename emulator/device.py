@@ -297,6 +297,11 @@ def finding_dict(f) -> dict:
     line = d.get("line")
     if line and f"line {line}" not in text:
         text = f"line {line}: {text}"
+    who = [f"{k} {_dims(d[k])}" for k in ("thread", "block") if d.get(k) is not None]
+    if who and "thread" not in text:  # which thread did it
+        text += " (" + " of ".join(who) + ")"
+    if int(d.get("count") or 1) > 1:
+        text += f"; {d['count']} threads in all"
     out = {
         "tool": "emulator",
         "sanitizer_tool": str(d.get("tool", "")),  # which compute-sanitizer tool would say it
@@ -333,3 +338,9 @@ class Events:
 
     def elapsed_ms(self) -> float:
         raise CudaError("elapsed_ms", "EMULATOR_NO_CLOCK", "the emulator measures no time")
+
+
+def _dims(v) -> str:
+    if isinstance(v, (tuple, list)):
+        return "(" + ",".join(str(int(x)) for x in v) + ")"
+    return str(v)

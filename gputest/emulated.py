@@ -32,13 +32,13 @@ from .supervisor import Supervisor, WorkerReply, shared_supervisor
 
 # Thread-instructions one case may take before its size is reduced (the stated budget). At the
 # emulator's measured speed on a 2-core CI machine this keeps a case to seconds.
-CASE_BUDGET = 200_000_000
+CASE_BUDGET = 50_000_000
 # A launch that runs this many thread-instructions without finishing is hung.
 HANG_FACTOR = 8
 MIN_HANG_BUDGET = 500_000_000
 STEP_TIMEOUT_S = 120.0  # the worker's wall clock per step (the emulator is slower than a GPU)
-# sizes up to this run in the first request with no estimate (they are cheap by construction)
-SMALL = 1 << 16
+# sizes up to this run without an estimate (cheap for any kernel the library has)
+SMALL_START = 64
 
 
 @dataclass
@@ -90,6 +90,7 @@ async def run_on_emulator(plan, report: TestReport, why: str = "") -> None:
     sup = emulator_supervisor(opts)
     reply = await run_sizes(sup, msg, plan.spec.sizes, opts, report)
     report.device = (reply.data.get("result") or {}).get("device") or sup.device or {}
+    opts.timeout_s = max(opts.timeout_s, STEP_TIMEOUT_S)  # what the worker's steps had
     _read_reply(report, reply, plan, builds.checked_by)
     report.load_path = "PTX on the ptxls emulator (CPU)" + (
         f", checked by {builds.checked_by}" if builds.checked_by else ""
@@ -101,25 +102,20 @@ async def run_on_emulator(plan, report: TestReport, why: str = "") -> None:
         bad = report.failing_case
         if bad is not None and not bad.messages:
             bad.messages.append(report.summary)
-    elif (data.get("result") or {}).get("load", {}).get("refused"):
+    elif data.get("refused") or (data.get("result") or {}).get("load", {}).get("refused"):
         report.status = ERROR
-        report.summary = data["result"]["load"]["refused"]
+        report.summary = data.get("refused") or data["result"]["load"]["refused"]
     report.findings = findings_of(report.cases)
     if report.status == FAIL and not report.summary and report.findings:
         report.summary = report.findings[0]["text"]
 
 
 def findings_of(cases: list[CaseResult]) -> list[dict]:
-    """The emulator's findings of every case, one per (kind, line, text)."""
+    """The emulator's findings of every case, one per kind and place (the first case's)."""
     seen, out = set(), []
     for c in cases:
         for f in c.findings:
-            key = (
-                f.get("kind"),
-                f.get("line"),
-                f.get("text"),
-                f.get("launch", "").count("reference"),
-            )
+            key = (f.get("kind"), f.get("line"), f.get("other_line"))  # one per place
             if key not in seen:
                 seen.add(key)
                 out.append({**f, "n": c.n})
@@ -193,45 +189,78 @@ async def cuda_to_ptx(text: str, kernel: str, arch: str, nvcc: str | None):
         run = await nvcc_to_ptx(text, tool, arch=arch, extra_args=("-O3",), timeout=120.0)
     except OSError as e:
         return "", "", f"could not run {tool.path}: {e}"
-    if run.ptx is None:
+    ptx = run.ptx
+    if ptx is None:
         said = (run.result.stderr or run.result.stdout).replace(run.temp_dir + "/", "").strip()
-        return "", "", f"nvcc failed:\n{said}"
-    entry = entry_for(run.ptx, kernel)
+        if "headers are incompatible" in said:  # the wheel's headers are newer than this nvcc
+            ptx = await _nvcc_own_headers(text, tool.path, arch)
+        if ptx is None:
+            return "", "", f"nvcc failed:\n{said}"
+    entry = entry_for(ptx, kernel)
     if entry is None:
         return "", "", f"no kernel named '{kernel}' in what nvcc compiled"
-    return run.ptx, entry, ""
+    return ptx, entry, ""
+
+
+async def _nvcc_own_headers(text: str, nvcc: str, arch: str) -> str | None:
+    """nvcc -ptx with only its own toolkit headers (an nvcc older than the CUDA wheels' headers
+    refuses them: "CUDA compiler and CUDA toolkit headers are incompatible")."""
+    import os
+    import tempfile
+
+    from ptxls.toolchain.process import run_killable
+
+    with tempfile.TemporaryDirectory(prefix="ptxls-nvcc-") as tmp:
+        src, out = Path(tmp) / "input.cu", Path(tmp) / "out.ptx"
+        src.write_text(text)
+        env = {**os.environ, "TMPDIR": tmp, "TMP": tmp, "TEMP": tmp}
+        res = await run_killable([nvcc, "-ptx", "-O3", f"-arch={arch}", str(src), "-o", str(out)],
+                                 timeout=120.0, cwd=tmp, env=env)  # fmt: skip
+        return out.read_text(errors="replace") if res.returncode == 0 and out.exists() else None
 
 
 # -- sizes within the budget ---------------------------------------------------------------
 
 
 async def run_sizes(sup: Supervisor, msg: dict, sizes: list[int], opts, report) -> WorkerReply:
-    """The spec's sizes: the small ones first, then the largest as it is when the measured cost
-    says it fits the budget, else the largest size that does (said in the report's notes)."""
+    """The spec's sizes, smallest first, one request each: a size runs as it is when the cost
+    measured on the smaller ones says it fits the budget, else the largest size that does runs
+    in its place (said in the report's notes). Case indices and seeds stay the spec's."""
     budget = int(getattr(opts, "emulator_budget", None) or CASE_BUDGET)
     timeout = max(opts.timeout_s, STEP_TIMEOUT_S)
     msg = {**msg, "budget": max(HANG_FACTOR * budget, MIN_HANG_BUDGET)}
-    order = sorted(range(len(sizes)), key=lambda i: sizes[i])
-    big = [i for i in order if sizes[i] > SMALL]
-    first = [i for i in range(len(sizes)) if i not in big[-1:]]
-    if not big:
-        return await sup.request(msg, timeout_s=timeout, on_progress=opts.on_progress)
-    last = big[-1]
-    reply = await _part(sup, msg, sizes, first, timeout, opts)
-    cases = _cases(reply)
-    if not _clean(reply) or not cases or not all(c.get("passed") for c in cases):
-        return reply  # a failure, hang or refusal is the answer already
-    n_orig = sizes[last]
-    n = fitting_size(n_orig, [(c["n"], c.get("thread_instructions", 0)) for c in cases], budget)
-    if n != n_orig:
-        report.notes.append(
-            f"emulated sizes: n={n_orig} would take an estimated {estimate(n_orig, cases):,.0f} "
-            f"thread-instructions (the budget is {budget:,} per case): ran n={n} instead"
-        )
-        report.sizes = [n if i == last else s for i, s in enumerate(sizes)]
-    more = await _part(sup, msg, [n if i == last else s for i, s in enumerate(sizes)], [last],
-                       timeout, opts)  # fmt: skip
-    return _merge(reply, more)
+    run_sizes = list(sizes)
+    measured: list[tuple[int, int]] = []
+    out = None
+    for i in sorted(range(len(sizes)), key=lambda i: (sizes[i], i)):
+        n = sizes[i]
+        if measured and n > SMALL_START:
+            n = fitting_size(sizes[i], measured, budget)
+            if n != sizes[i]:
+                over = (f"emulated sizes: n={sizes[i]} would take an estimated "
+                        f"{_model(measured)(sizes[i]):,.0f} thread-instructions (the budget is "
+                        f"{budget:,} per case)")  # fmt: skip
+                largest = max(m for m, _ in measured)
+                if n <= largest:  # nothing between the sizes already run and the budget
+                    report.notes.append(f"{over}: not run (n={largest} ran)")
+                    continue
+                report.notes.append(f"{over}: ran n={n} instead")
+                run_sizes[i] = n
+        reply = await _part(sup, msg, run_sizes, [i], timeout, opts)
+        out = reply if out is None else _merge(out, reply)
+        if not _clean(reply) and not _failed_cases_only(reply):
+            break  # a hang, a refusal or a dead worker is the answer
+        measured += [(c["n"], c.get("thread_instructions") or 0) for c in _cases(reply)]
+    report.sizes = run_sizes
+    return out
+
+
+def _failed_cases_only(reply: WorkerReply) -> bool:
+    """A reply whose cases ran (some wrong): the next size still runs, as on the GPU."""
+    return bool(reply.data.get("result", {}).get("cases")) and not (
+        reply.timed_out or reply.crashed or reply.data.get("hang") or reply.data.get("refused")
+        or reply.data.get("error")
+    )  # fmt: skip
 
 
 async def _part(sup, msg, sizes, indices, timeout, opts) -> WorkerReply:
@@ -244,8 +273,16 @@ async def _part(sup, msg, sizes, indices, timeout, opts) -> WorkerReply:
     for run in runs:
         one = {**msg, "spec": {**msg["spec"], "sizes": [sizes[i] for i in run]},
                "seed": msg["seed"] + run[0]}  # fmt: skip
+        shown = opts.on_progress
+        said = (
+            (lambda m, lo=run[0], show=shown: show(_shift_progress(m, lo, len(sizes))))
+            if shown
+            else None
+        )
         reply = _reindex(
-            await sup.request(one, timeout_s=timeout, on_progress=opts.on_progress), run[0]
+            await sup.request(one, timeout_s=timeout, on_progress=said),
+            run[0],
+            len(sizes),
         )
         out = reply if out is None else _merge(out, reply)
         if not _clean(reply):
@@ -261,24 +298,24 @@ def _clean(reply: WorkerReply) -> bool:
     return reply.data.get("ok") and not reply.timed_out and not reply.crashed
 
 
-def _reindex(reply: WorkerReply, offset: int) -> WorkerReply:
+def _reindex(reply: WorkerReply, offset: int, total: int) -> WorkerReply:
     for c in _cases(reply):
         c["index"] = c.get("index", 0) + offset
     for c in reply.cases:
         if c not in _cases(reply):
             c["index"] = c.get("index", 0) + offset
     if offset and reply.last_progress.startswith("case "):
-        reply.last_progress = _shift_progress(reply.last_progress, offset)
+        reply.last_progress = _shift_progress(reply.last_progress, offset, total)
     return reply
 
 
-def _shift_progress(progress: str, offset: int) -> str:
+def _shift_progress(progress: str, offset: int, total: int) -> str:
     import re
 
     m = re.match(r"case (\d+)/(\d+)", progress)
     if not m:
         return progress
-    return f"case {int(m.group(1)) + offset}/{int(m.group(2)) + offset}" + progress[m.end() :]
+    return f"case {int(m.group(1)) + offset}/{total}" + progress[m.end() :]
 
 
 def _merge(a: WorkerReply, b: WorkerReply) -> WorkerReply:
@@ -292,22 +329,19 @@ def _merge(a: WorkerReply, b: WorkerReply) -> WorkerReply:
                        b.stderr_tail, cases)  # fmt: skip
 
 
-def estimate(n: int, cases: list[dict]) -> float:
-    points = [(c["n"], c.get("thread_instructions", 0)) for c in cases]
-    return _model(points)(n)
-
-
 def _model(points: list[tuple[int, int]]):
-    """cost(n) = c1 * (n / n1) ** p from the two largest measured cases (p in [1, 3]: a
-    GEMM's size is its side), or linear from one."""
+    """cost(n) = c1 * (n / n1) ** p from the largest measured case and the largest at most
+    half its size (p in [1, 3]: a GEMM's size is its side); linear when there is none (two
+    sizes close together say more about tails than about growth)."""
     pts = sorted((n, c) for n, c in points if n > 0 and c > 0)
     if not pts:
         return lambda n: 0.0
     n1, c1 = pts[-1]
     p = 1.0
-    if len(pts) >= 2:
-        n0, c0 = pts[-2]
-        if n1 > n0 and c1 > c0:
+    lower = [(n, c) for n, c in pts if 2 * n <= n1]
+    if lower:
+        n0, c0 = lower[-1]
+        if c1 > c0:
             p = min(3.0, max(1.0, math.log(c1 / c0) / math.log(n1 / n0)))
     return lambda n: c1 * (n / n1) ** p
 

@@ -135,9 +135,10 @@ class Worker:
             result["device"] = self.ctx.info()
             return {"ok": True, "result": result}
         except CaseError as e:
-            if e.err.name == "EMULATOR_HANG":  # the emulator's timeout: as the supervisor's
-                cases.append(e.case)
-                return {"ok": False, "sticky": False, "hang": f"{e.err.text} {e.where}",
+            if e.err.name in ("EMULATOR_HANG", "EMULATOR_REFUSED"):  # the emulator's timeout
+                cases.append(e.case)  # (as the supervisor's), or an instruction it lacks
+                key = "hang" if e.err.name == "EMULATOR_HANG" else "refused"
+                return {"ok": False, "sticky": False, key: f"{e.err.text} {e.where}",
                         "result": {"cases": cases, "load": load, "device": self.ctx.info()}}  # fmt: skip
             e.case["messages"].append(f"{e.err.name} ({e.err.text}) {e.where}")
             cases.append(e.case)

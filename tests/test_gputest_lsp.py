@@ -23,7 +23,8 @@ from lsp_helpers import (
 ENV = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
 
 
-pytestmark = pytest.mark.lsp(env=ENV, options={"debounceMs": 50})
+# test.device gpu: these are the no-GPU path and spec errors (the emulator: test_gputest_lsp_emulated.py)
+pytestmark = pytest.mark.lsp(env=ENV, options={"debounceMs": 50, "test": {"device": "gpu"}})
 
 
 def _copy_examples(tmp_path):
@@ -172,4 +173,4 @@ async def test_bad_command_arguments_answer_without_breaking_the_server(
     assert await _lenses(client, ptx.as_uri())  # still serving
 
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [pytestmark, pytest.mark.filterwarnings("ignore::DeprecationWarning")]  # both marks

@@ -86,6 +86,8 @@ def test_not_gpu_tested_exits_4_and_says_so_cleanly(work, python):
         "1",
         "--rounds",
         "3",
+        "--device",
+        "gpu",  # no fall-back to the CPU emulator (tests/test_lowering_emulated.py)
         python=python,
     )
     assert p.returncode == 4, p.stdout + p.stderr

@@ -1,0 +1,342 @@
+"""Which kernels the CPU emulator runs, through the real test harness (``device="cpu"``):
+
+- every kernel of the library (fewshot/kernels/*/kernel.ptx, its spec.json: sizes, numpy
+  reference, nvcc baseline as its PTX) — hgemm_wgmma may be refused (wgmma), named;
+- nvcc -O3's PTX of every library reference.cu (the library's spec, no baseline) and
+  examples/vec_add.ptx against nvcc's PTX of examples/vec_add.cu, examples/gpu/*.cu;
+- Triton's PTX of examples/*triton*.py (``ptxls lower --backend triton``'s PTX), checked against a
+  numpy reference stated here (no GPU: Triton cannot launch its own kernel);
+- tests/data/cheaters (each must pass: they compute c = a + b on a fresh launch) and the planted
+  sanitizer kernels (tests/data/sanitizer/planted: each must be caught by a finding).
+
+Writes bench/results/emulator-coverage/<machine>-<date>.json and .md: per kernel the verdict (pass,
+fail and why, refused and which instruction, hang), the sizes run (and which were replaced to fit
+the budget), the emulator's findings, thread-instructions and seconds; and the opcode families
+present in the kernels that ran to a verdict.
+
+    .venv/bin/python bench/emulator_coverage.py [--only NAME ...] [--budget N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import platform
+import re
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from machine import gpu_name  # noqa: E402
+
+LIB = ROOT / "fewshot" / "kernels"
+OUT = ROOT / "bench" / "results" / "emulator-coverage"
+
+# wgmma (warpgroup MMA) is not emulated: the one library kernel the issue lets be refused
+EXPECT_REFUSED = {"hgemm_wgmma"}
+# What each planted kernel must make the emulator say (the kinds of emulator/errors.py).
+PLANTED_EXPECT = {
+    "shared_oob": "out-of-bounds",
+    "uninit_read": "uninitialized",
+    "missing_barrier": "race",
+}
+# numpy references for Triton's PTX of the examples (their Triton kernel is the reference on a
+# GPU; on the CPU nothing can launch it)
+TRITON_REFS = {
+    "add_kernel": "out_ptr = x_ptr + y_ptr",
+}
+
+
+def families(ptx: str, entry: str | None = None) -> list[str]:
+    """Opcode families of a module (``ld.global``, ``atom.shared``, ``mma``, ``shfl``...)."""
+    from ptxls.emulator.decode import decode
+
+    try:
+        prog = decode(ptx)
+    except Exception:  # refused or unreadable: no families claimed
+        return []
+    out = set()
+    for f in prog.functions.values():
+        for ins in f.instrs:
+            out.add(family(ins.op, ins.mods))
+    return sorted(out)
+
+
+SPACED = ("ld", "st", "atom", "red", "cvta", "cp", "prefetch", "fence", "membar", "bar", "barrier")
+
+
+def family(op: str, mods: tuple) -> str:
+    if op in SPACED and mods:
+        first = mods[0]
+        if first in ("to",) and len(mods) > 1:
+            first = mods[1]
+        return f"{op}.{first}"
+    return op
+
+
+async def run_one(item: dict, budget: int | None) -> dict:
+    from ptxls.gputest import api
+
+    started = time.monotonic()
+    kw = dict(device="cpu", seed=7, emulator_budget=budget)
+    try:
+        if "spec" in item:
+            report = await api.run_gpu_test(item["ptx"], item["kernel"], item["spec"], **kw)
+            reports = [report]
+        else:
+            reports = await api.run_gpu_test_file(
+                item["path"], item.get("kernel"), ref=item.get("ref"), **kw
+            )
+    except Exception as e:  # a harness bug: recorded, the run goes on
+        return {**_meta(item), "verdict": "harness-error", "why": f"{type(e).__name__}: {e}"}
+    rows = []
+    for r in reports:
+        rows.append(_row(item, r, time.monotonic() - started))
+    return rows if len(rows) > 1 else rows[0]
+
+
+def _meta(item: dict) -> dict:
+    return {"name": item["name"], "group": item["group"], "source": item.get("source", "")}
+
+
+def _row(item: dict, r, seconds: float) -> dict:
+    bad = r.failing_case
+    why = r.summary if r.status != "pass" else ""
+    verdict = r.status
+    if r.status == "error" and "does not implement" in r.summary:
+        verdict = "refused"
+    expect = item.get("expect")
+    kinds = sorted({f.get("kind", "") for f in r.findings})
+    if expect in ("pass", "refused"):
+        met = verdict == expect
+    elif expect:
+        met = any(expect in k for k in kinds)
+    else:
+        met = None
+    text = item.get("ptx") or (Path(item["path"]).read_text() if item.get("path") else "")
+    return {
+        **_meta(item),
+        "kernel": r.kernel,
+        "verdict": verdict,
+        "expected": expect or "",
+        "as_expected": met,
+        "why": why[:400],
+        "failing_case": bad.n if bad else None,
+        "first_wrong": (bad.outputs[0].get("first_wrong") or [None])[0]
+        if bad and bad.outputs
+        else None,
+        "sizes": r.sizes,
+        "cases_passed": sum(c.passed for c in r.cases),
+        "findings": [
+            {"kind": f.get("kind"), "line": f.get("line"), "text": f.get("text")}
+            for f in r.findings[:8]
+        ],  # fmt: skip
+        "finding_kinds": kinds,
+        "notes": [n for n in r.notes if "emulated sizes" in n or "instead" in n],
+        "thread_instructions": sum(c.thread_instructions or 0 for c in r.cases),
+        "seconds": round(seconds, 2),
+        "reference": r.reference,
+        "families": families(text)
+        if verdict not in ("refused", "build-error", "spec-error")
+        else [],
+    }
+
+
+# -- what runs -------------------------------------------------------------------------------
+
+
+def library_items() -> list[dict]:
+    return [
+        {"name": d.name, "group": "library", "path": str(d / "kernel.ptx"),
+         "expect": "refused" if d.name in EXPECT_REFUSED else "pass",
+         "source": f"fewshot/kernels/{d.name}/kernel.ptx"}
+        for d in sorted(LIB.iterdir()) if (d / "kernel.ptx").is_file()
+    ]  # fmt: skip
+
+
+async def nvcc_items(work: Path) -> list[dict]:
+    """nvcc -O3's PTX of each library reference.cu, tested with the library's spec."""
+    from ptxls.gputest.emulated import cuda_to_ptx
+    from ptxls.gputest.spec import spec_from_json
+    from ptxls.lowering.nvcc_reference import select_entry
+
+    items = []
+    for d in sorted(LIB.iterdir()):
+        cu, spec_file = d / "reference.cu", d / "spec.json"
+        if not cu.is_file() or not spec_file.is_file():
+            continue
+        spec, problems = spec_from_json(spec_file.read_text())
+        item = {"name": f"{d.name} (nvcc)", "group": "nvcc -O3", "expect": "pass",
+                "source": f"fewshot/kernels/{d.name}/reference.cu"}  # fmt: skip
+        if spec is None:
+            items.append({**item, "error": "; ".join(map(str, problems))})
+            continue
+        ptx, entry, err = await cuda_to_ptx(cu.read_text(), spec.kernel, "sm_90", None)
+        if err:
+            items.append({**item, "error": err})
+            continue
+        ptx, entry, _ = select_entry(ptx, entry, rename=True)
+        spec.kernel = entry
+        spec.reference = None  # the numpy reference checks it; no baseline of itself
+        items.append({**item, "ptx": ptx, "kernel": entry, "spec": spec})
+    items.append({"name": "examples/vec_add.ptx vs vec_add.cu", "group": "nvcc -O3",
+                  "path": str(ROOT / "examples" / "vec_add.ptx"), "expect": "pass",
+                  "source": "examples/vec_add.ptx (reference: nvcc -O3 PTX of vec_add.cu)"})  # fmt: skip
+    for cu in sorted((ROOT / "examples" / "gpu").glob("*.cu")):
+        items.append({"name": f"examples/gpu/{cu.name}", "group": "nvcc -O3", "path": str(cu),
+                      "source": f"examples/gpu/{cu.name} (nvcc -O3 PTX)"})  # fmt: skip
+    return items
+
+
+async def triton_items() -> list[dict]:
+    from ptxls.lowering.service import LowerJob, lower_nvcc
+    from ptxls.lowering.triton_reference import triton_test_spec
+
+    items = []
+    for py in sorted((ROOT / "examples").glob("*triton*.py")):
+        text = py.read_text()
+        for kernel in re.findall(r"@triton\.jit\s*\ndef\s+(\w+)", text):
+            item = {"name": f"{py.name}:{kernel} (Triton)", "group": "Triton",
+                    "source": f"examples/{py.name}", "expect": "pass"}  # fmt: skip
+            out = await lower_nvcc(LowerJob(py, text, backend="triton", kernel=kernel), None)
+            if not out.ok:
+                items.append({**item, "error": out.message})
+                continue
+            spec, problems, _ = triton_test_spec(text, kernel, str(py))
+            if spec is None or problems:
+                items.append({**item, "error": "; ".join(map(str, problems))})
+                continue
+            if ".extern .shared" in out.ptx and spec.launch.shared in ("", "0"):
+                spec.launch.shared = str(await triton_shared_bytes(text, kernel, py))
+            if spec.numpy_ref is None:
+                spec.numpy_ref = TRITON_REFS.get(kernel)
+            if spec.numpy_ref is None:
+                item["expect"] = ""  # self-consistency only
+            items.append({**item, "ptx": out.ptx, "kernel": kernel, "spec": spec})
+    return items
+
+
+async def triton_shared_bytes(text: str, kernel: str, py: Path) -> int:
+    """The dynamic shared memory Triton's compile of the kernel asks for (its metadata), as
+    ``ptxls test`` reads it for a Triton PTX (gputest/triton_ref.paired_triton)."""
+    from ptxls.gputest.triton_ref import gputest_types
+    from ptxls.toolchain.triton_compile import recipe_for, triton_to_ptx
+
+    build, _ = recipe_for(text, kernel, str(py), gputest_types(text, kernel))
+    compiled = await triton_to_ptx(build.to_json(), arch="sm_90")
+    return int((compiled.metadata or {}).get("shared", 0)) if compiled.ok else 0
+
+
+def planted_items() -> list[dict]:
+    items = []
+    cheaters = ROOT / "tests" / "data" / "cheaters"
+    for p in sorted(cheaters.glob("*.ptx")):  # as tests/gpu/test_library_cheaters.py runs them
+        items.append({"name": f"cheaters/{p.name}", "group": "cheaters", "path": str(p),
+                      "kernel": "vec_add", "ref": str(cheaters / "vec_add.cu"), "expect": "pass",
+                      "source": f"tests/data/cheaters/{p.name} (reference: vec_add.cu there)"})  # fmt: skip
+    for p in sorted((ROOT / "tests" / "data" / "sanitizer" / "planted").glob("*.ptx")):
+        items.append({"name": f"planted/{p.name}", "group": "planted", "path": str(p),
+                      "expect": PLANTED_EXPECT.get(p.stem, ""),
+                      "source": f"tests/data/sanitizer/planted/{p.name}"})  # fmt: skip
+    return items
+
+
+# -- report ------------------------------------------------------------------------------------
+
+
+def markdown(rows: list[dict], meta: dict) -> str:
+    lines = [
+        "# Emulator coverage",
+        "",
+        f"{meta['date']}, {meta['machine']} ({meta['cpu']}), Python {meta['python']}; "
+        f"`.venv/bin/python bench/emulator_coverage.py`; every kernel through the real harness "
+        f'on the CPU emulator (`device="cpu"`, seed 7), budget {meta["budget"]:,} '
+        "thread-instructions per case. Emulated results: not GPU-verified, no times.",
+        "",
+        "| group | kernel | verdict | expected | sizes | findings | thread-instr. | s |",
+        "|:--|:--|:--|:--|:--|:--|--:|--:|",
+    ]
+    for r in rows:
+        verdict = r["verdict"] + (
+            "" if r.get("as_expected") in (None, True) else " (**unexpected**)"
+        )
+        why = f": {r['why'][:120]}" if r.get("why") and r["verdict"] != "pass" else ""
+        sizes = " ".join(map(str, r.get("sizes", [])))
+        if r.get("notes"):
+            sizes += " (" + "; ".join(n for n in r["notes"] if "instead" in n)[:140] + ")"
+        lines.append(
+            f"| {r['group']} | {r['name']} | {verdict}{why} | {r.get('expected', '')} | "
+            f"{sizes} | {', '.join(r.get('finding_kinds', []))} | "
+            f"{r.get('thread_instructions', 0):,} | {r.get('seconds', '')} |"
+        )
+    fams = meta["families"]
+    lines += ["", f"Opcode families in kernels that ran to a verdict ({len(fams)}):", "",
+              ", ".join(f"`{f}`" for f in fams), ""]  # fmt: skip
+    lines += [f"Totals: {meta['totals']}", ""]
+    return "\n".join(lines)
+
+
+async def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", nargs="*", help="names containing one of these")
+    ap.add_argument("--budget", type=int, help="thread-instructions per case")
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args(argv)
+    from ptxls.gputest.emulated import CASE_BUDGET
+    from ptxls.gputest.supervisor import close_shared
+
+    work = Path(tempfile.mkdtemp(prefix="emu-coverage-"))
+    try:
+        items = library_items() + await nvcc_items(work) + await triton_items() + planted_items()
+        if args.only:
+            items = [i for i in items if any(o in i["name"] or o == i["group"] for o in args.only)]
+        rows: list[dict] = []
+        for item in items:
+            if "error" in item:
+                rows.append(
+                    {**_meta(item), "verdict": "could not build", "why": item["error"][:300]}
+                )
+                continue
+            print(f"… {item['name']}", file=sys.stderr, flush=True)
+            got = await run_one(item, args.budget)
+            for r in got if isinstance(got, list) else [got]:
+                rows.append(r)
+                print(f"  {r['verdict']} {r.get('why', '')[:160]} ({r.get('seconds')} s)",
+                      file=sys.stderr, flush=True)  # fmt: skip
+    finally:
+        await close_shared()
+        shutil.rmtree(work, ignore_errors=True)
+    fams = sorted({f for r in rows for f in r.get("families", [])})
+    totals = {}
+    for r in rows:
+        totals[r["verdict"]] = totals.get(r["verdict"], 0) + 1
+    unexpected = [r["name"] for r in rows if r.get("as_expected") is False]
+    meta = {
+        "date": datetime.date.today().isoformat(),
+        "machine": platform.node(),
+        "cpu": platform.processor() or platform.machine(),
+        "python": platform.python_version(),
+        "gpu": gpu_name(),
+        "budget": args.budget or CASE_BUDGET,
+        "families": fams,
+        "totals": {**totals, "unexpected": unexpected},
+    }
+    if not args.no_write:
+        OUT.mkdir(parents=True, exist_ok=True)
+        stem = OUT / f"{meta['machine']}-{meta['date']}"
+        stem.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+        stem.with_suffix(".md").write_text(markdown(rows, meta))
+        print(f"wrote {stem}.json and .md", file=sys.stderr)
+    print(markdown(rows, meta))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main(sys.argv[1:])))
