@@ -174,6 +174,11 @@ _VAR_RE = re.compile(
     r"^(?:\.(?:extern|visible|weak|common)\s+)*\.(shared|local|const|global|param)\b(.*)$", re.S
 )
 _INT_RE = re.compile(r"^[+-]?(0[xX][0-9a-fA-F]+|0[bB][01]+|0[0-7]*|[1-9]\d*)[uU]?$")
+# Instructions the emulator refuses by name (module.py says why): operands are not read.
+OPAQUE = frozenset(
+    ("tex", "tld4", "txq", "suld", "sust", "sured", "suq", "wgmma", "tcgen05", "mbarrier",
+     "tensormap", "multimem", "stmatrix", "istypep", "clusterlaunchcontrol")
+)  # fmt: skip
 _DECL_DIRECTIVES = (".reg", ".pragma", ".loc", ".file", ".section", ".maxnreg", ".maxntid")
 
 
@@ -451,6 +456,8 @@ def decode(text: str) -> Program:
     if problems:
         p = problems[0]
         raise Refused("", p.span.start.line + 1, p.message)
+    if mod.version is None:
+        raise Refused("", None, "not a PTX module: no .version directive")
     if mod.address_size not in (None, 64):
         raise Refused(".address_size", None, "only 64-bit addressing is emulated")
     program = Program({}, [], 64)
@@ -548,6 +555,8 @@ def _instruction(func: Function, index: int, flat: str, line: int) -> Instr:
         raise Refused(flat, line, "an instruction the emulator cannot read")
     parts = m.group(1).split(".")
     ops_text = rest[m.end() :].strip()
+    if parts[0] in OPAQUE:  # refused by opcode at load; their operands need no reading
+        return Instr(index, line, flat, parts[0], tuple(parts[1:]), (), guard)
     operands = (
         tuple(parse_operand(x, func, line, flat) for x in split_top(ops_text)) if ops_text else ()
     )

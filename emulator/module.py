@@ -30,7 +30,6 @@ _WHY = {
     "multimem": "multimem instructions are not emulated",
     "tensormap": "tensor maps (TMA) are not emulated",
     "call": ".func calls are not emulated yet",
-    "vote": "",
 }
 
 

@@ -102,7 +102,9 @@ def run_kernel(name: str, n: int, seed: int = 0, ptx: str | None = None,
         bad = ~(err <= tol * np.maximum(1.0, np.abs(want)))
         if bad.any():
             i = int(np.argmax(bad))
-            problems.append(f"{p['name']}[{i}] = {got[i]!r}, expected {want[i]!r} ({int(bad.sum())} wrong)")
+            problems.append(
+                f"{p['name']}[{i}] = {got[i]!r}, expected {want[i]!r} ({int(bad.sum())} wrong)"
+            )
     for p in spec["params"]:  # inputs unchanged
         if p["role"] == "in":
             a = arrays[p["name"]]
