@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from library_runner import LIBRARY, run_kernel, spec_of  # noqa: E402
+from library_runner import LIBRARY, run_kernel, spec_of
 
-from ptxls import emulator  # noqa: E402
+from ptxls import emulator
 
 REFUSED = {"hgemm_wgmma": "wgmma"}
 KERNELS = sorted(p.name for p in LIBRARY.iterdir() if (p / "spec.json").exists())
