@@ -94,6 +94,36 @@ def add_parser(subparsers) -> None:
         help="where candidates are tested: the GPU, the CPU emulator, or auto (the GPU when "
         "there is one, else the emulator; the default)",
     )
+    p.add_argument(
+        "--fewshot",
+        type=int,
+        metavar="N",
+        help="library kernels shown to the model as examples (0-8, 0: none; default 2, "
+        "PTXLS_LLM_FEWSHOT): fewer for a small-context server",
+    )
+    p.add_argument(
+        "--max-total-tokens",
+        type=int,
+        metavar="N",
+        help="stop once all replies together used N tokens (PTXLS_LLM_MAX_TOTAL_TOKENS; 0: no cap)",
+    )
+    p.add_argument(
+        "--max-cost",
+        type=float,
+        metavar="X",
+        help="stop once the run cost X (needs PTXLS_LLM_PRICE_PROMPT/_COMPLETION per million tokens)",
+    )
+    p.add_argument(
+        "--extra-body",
+        metavar="JSON",
+        help='fields added to every request, e.g. \'{"chat_template_kwargs": {"enable_thinking": false}}\' '
+        "(PTXLS_LLM_EXTRA_BODY)",
+    )
+    p.add_argument(
+        "--header", action="append", default=[], metavar="'NAME: VALUE'",
+        help="an HTTP header added to every request (repeatable; values never logged; "
+        "PTXLS_LLM_EXTRA_HEADERS as a JSON object)",
+    )  # fmt: skip
     p.add_argument("--model", help="model name (default: PTXLS_MODEL)")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint (default: OPENAI_BASE_URL)")
     p.add_argument("--ptxas", help="ptxas to verify with")
@@ -111,6 +141,20 @@ def _settings(args):
     from ptxls.lowering.settings import from_config
 
     strategy = "plan" if (args.plan or args.plan_only) else args.strategy
+    problems = []
+    extra_body = None
+    if getattr(args, "extra_body", None):
+        try:
+            extra_body = json.loads(args.extra_body)
+        except json.JSONDecodeError as e:
+            problems.append(f"--extra-body ignored: not JSON ({e.msg})")
+    headers = {}
+    for h in getattr(args, "header", []) or []:
+        name, sep, value = h.partition(":")
+        if not sep or not name.strip():
+            problems.append("--header ignored: give it as 'Name: value'")
+            continue
+        headers[name.strip()] = value.strip()
     config = {
         k: v
         for k, v in {
@@ -120,10 +164,16 @@ def _settings(args):
             "rounds": args.rounds,
             "strategy": strategy,
             "arch": args.arch,
+            "fewshot": getattr(args, "fewshot", None),
+            "maxTotalTokens": getattr(args, "max_total_tokens", None),
+            "maxCost": getattr(args, "max_cost", None),
+            "extraBody": extra_body,
+            "extraHeaders": headers or None,
         }.items()
         if v is not None
     }
-    return from_config(config)
+    settings, more = from_config(config)
+    return settings, problems + more
 
 
 def _err(msg: str) -> None:
@@ -190,6 +240,8 @@ def _emit(fmt: str, outcome, code: int, written: str, last: str) -> None:
                     "stop_reason": loop.stop_reason if loop else None,
                     "report": outcome.report,
                     "summary": last,
+                    # model, endpoint, candidates, rounds + verdicts, tokens, duration, cost
+                    **getattr(outcome, "accounting", {}),
                 },
                 indent=2,
             )
@@ -201,6 +253,8 @@ def _emit(fmt: str, outcome, code: int, written: str, last: str) -> None:
             print("```text\n" + outcome.report + "\n```\n")
         for w in outcome.warnings:
             print(f"- **warning:** {w}")
+        if getattr(outcome, "accounting", None):
+            print(f"- spent: {_spent_line(outcome.accounting)}")
         if outcome.transcript:
             print(f"- transcript: `{outcome.transcript}`")
         if outcome.attempt_path:
@@ -211,11 +265,19 @@ def _emit(fmt: str, outcome, code: int, written: str, last: str) -> None:
         print(outcome.report)
     for w in outcome.warnings:
         print(f"warning: {w}")
+    if getattr(outcome, "accounting", None):
+        print(f"spent: {_spent_line(outcome.accounting)}")
     if outcome.transcript:
         print(f"transcript: {outcome.transcript}")
     if outcome.attempt_path:
         print(f"best attempt: {outcome.attempt_path}")
     print(last)
+
+
+def _spent_line(accounting: dict) -> str:
+    from ptxls.lowering.accounting import header_line
+
+    return header_line(accounting)
 
 
 def _write(outcome, args, workspace: Path) -> tuple[str, str]:
@@ -280,6 +342,18 @@ def _print_plan(job, outcome) -> int:
     return EXIT_OK
 
 
+def _compile_errors(args: argparse.Namespace) -> int:
+    """nvcc rejected the kernel's source: its errors printed as ``ptxls check`` prints them
+    (FILE:LINE:COL: error: ...), then what that means; exit 1."""
+    from .check import check_file, print_problems
+
+    path = Path(args.file)
+    result = asyncio.run(check_file(path, arch=args.arch, ptxas=args.ptxas, nvcc=None))
+    print_problems("lower", args.file, path, result, None, sys.stdout)
+    _err(f"no PTX written: nvcc found errors in {args.file}")
+    return EXIT_FAILED
+
+
 def _report(args: argparse.Namespace, outcome, workspace: Path) -> int:
     """Write the result (where allowed), print the report; the exit code."""
     if not outcome.ok:
@@ -287,6 +361,8 @@ def _report(args: argparse.Namespace, outcome, workspace: Path) -> int:
         if code == EXIT_CANNOT_RUN and args.format == "text":
             _err(outcome.message)
             return code
+        if code == EXIT_FAILED and outcome.backend == "nvcc" and args.format == "text":
+            return _compile_errors(args)
         _emit(args.format, outcome, code, "", _last_line(outcome, code, ""))
         return code
     written, error = _write(outcome, args, workspace)

@@ -34,6 +34,7 @@ from .output_format import add_format_argument, chosen_format  # noqa: E402
 _COMMAND_MODULES = [
     "ptxls.cli.gpu_test",
     "ptxls.cli.lower",
+    "ptxls.cli.replay",
     "ptxls.cli.bench",
     "ptxls.cli.sass",
     "ptxls.cli.eval",

@@ -103,3 +103,58 @@ class Spend:
         if self.cost is not None:
             text += f", cost {self.cost:.4f}"
         return text
+
+
+def run_summary(loop, settings, seconds: float) -> dict:
+    """What one LLM lowering was and cost, for ``--format json``, the header and the editor:
+    model, endpoint, candidates, rounds with each round's verdict, tokens, duration, cost."""
+    from .secrets import host_of, public_url
+
+    spend: Spend = getattr(loop, "spend", None) or Spend()
+    candidates = sorted(getattr(loop, "candidates", []) or [], key=lambda c: c.index)
+    models = sorted({c.model for c in candidates if c.model})
+    return {
+        "model": ", ".join(models) or (settings.model or ""),
+        "endpoint": public_url(settings.base_url) or "https://api.openai.com/v1",
+        "endpoint_host": host_of(settings.base_url) or "api.openai.com",
+        "candidates": [
+            {
+                "index": c.index,
+                "passed": c.passed,
+                "stopped": c.error or None,
+                "rounds": [
+                    {
+                        "round": r.round,
+                        "verdict": r.outcome,
+                        "summary": r.summary,
+                        "prompt_tokens": r.prompt_tokens,
+                        "completion_tokens": r.completion_tokens,
+                        "reasoning_tokens": r.reasoning_tokens,
+                        "seconds": round(r.total_s, 3),
+                        "fixes": r.fixes or None,
+                    }  # fmt: skip
+                    for r in c.rounds
+                ],
+            }
+            for c in candidates
+        ],
+        "rounds": sum(len(c.rounds) for c in candidates),
+        "tokens": spend.as_dict(),
+        "duration_s": round(seconds, 3),
+        "cost": None if spend.cost is None else round(spend.cost, 6),
+    }
+
+
+def header_line(summary: dict) -> str:
+    """'model gpt-x at api.example.com; 3 rounds; 12,345 tokens (…)' for the provenance header
+    and the editor's notification."""
+    tokens = summary["tokens"]
+    spend = Spend(replies=tokens["replies"], replies_with_usage=tokens["usage_reported"],
+                  prompt_tokens=tokens["prompt_tokens"],
+                  completion_tokens=tokens["completion_tokens"],
+                  reasoning_tokens=tokens["reasoning_tokens"], cost=tokens["cost"])  # fmt: skip
+    rounds = summary["rounds"]
+    return (
+        f"model {summary['model'] or '?'} at {summary['endpoint_host']}; {rounds} round"
+        f"{'s' if rounds != 1 else ''}; {spend.line()}; {summary['duration_s']:.1f} s"
+    )

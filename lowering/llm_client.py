@@ -305,12 +305,15 @@ class LlmClient:
             if host_of(settings.base_url) == "api.openai.com"
             else "max_tokens"
         )
+        for value in settings.extra_headers.values():
+            remember_secret(value)  # header values are scrubbed like the key
         self._client = openai.AsyncOpenAI(
             # local servers take any key; the SDK insists on one
             api_key=settings.api_key or "no-key",
             base_url=settings.base_url,
             timeout=settings.timeout_s,
             max_retries=0,
+            default_headers=dict(settings.extra_headers) or None,
         )
 
     async def aclose(self) -> None:
@@ -423,6 +426,8 @@ class LlmClient:
         s = self.settings
         started = time.monotonic()
         kwargs = dict(model=s.model, messages=messages, **params)
+        if s.extra_body:  # chat_template_kwargs, top_k …: what this server takes besides
+            kwargs["extra_body"] = dict(s.extra_body)
         try:
             async with asyncio.timeout(s.timeout_s) as deadline:
                 async with self._client.chat.completions.with_streaming_response.create(

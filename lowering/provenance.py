@@ -1,6 +1,7 @@
 """The provenance header on generated PTX, and deciding where a result may be written.
 
-The header is PTX comments before ``.version``: backend, model, date, rounds, what was tested on
+The header is PTX comments before ``.version``: backend, model, date, rounds, what the run spent
+(model, endpoint host, tokens, cost with prices set, duration), what was tested on
 which GPU (or "not GPU-tested"), source file and kernel, transcript. Its last line is a hash of
 the PTX body: a file whose body still matches it was written by ptxls and not touched since, so
 regenerating may replace it; any other existing file (hand-edited, or not ours) is never
@@ -30,6 +31,7 @@ class Provenance:
     compile: str = ""  # "ptxas 13.0 sm_90: ok"
     gpu: str = "not GPU-tested"
     resources: str = ""  # ptxas -v: registers, spills, shared memory
+    spent: str = ""  # model, endpoint host, rounds, tokens (and cost), duration
     spec: str = ""  # the test spec the GPU test used (from the source and the person only)
     transcript: str = ""
     notes: tuple[str, ...] = ()
@@ -59,6 +61,8 @@ def with_header(ptx: str, p: Provenance) -> str:
         lines.append(f"// tool: {p.tool}")
     if p.rounds:
         lines.append(f"// rounds: {p.rounds}")
+    if p.spent:
+        lines.append(f"// spent: {p.spent}")
     if p.compile:
         lines.append(f"// check: {p.compile}")
     if p.resources:

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ptxls.fewshot.retrieve import pick_examples
 
 from . import prompt, safe_write
+from .accounting import header_line, run_summary
 from .loop import LoopOptions, LoopResult, Progress, run_loop
 from .nvcc_reference import lower_with_nvcc
 from .perf import Resources
@@ -70,6 +72,9 @@ class LowerOutcome:
     ran: bool = False  # the lowering ran (False: it could not: no endpoint, no such kernel)
     inside_workspace: bool = True  # the source lies in the workspace (outputs may be written)
     backend: str = "llm"
+    # model, endpoint, candidates, rounds and their verdicts, tokens, duration, cost
+    # (accounting.run_summary); empty when no LLM loop ran
+    accounting: dict = field(default_factory=dict)
 
     @property
     def status(self) -> str:
@@ -350,6 +355,10 @@ def loop_options(settings: LlmSettings, job: LowerJob, reference_ptx: str = "") 
         temperature=settings.temperature,
         budget_s=getattr(settings, "budget_s", None),
         plan_text=job.plan_text,
+        max_total_tokens=settings.max_total_tokens,
+        max_cost=settings.max_cost,
+        price_prompt=settings.price_prompt,
+        price_completion=settings.price_completion,
     )
 
 
@@ -524,6 +533,7 @@ async def lower_llm(
     opts = loop_options(settings, job)
     opts.arch, opts.isa = run.arch, run.choice.isa
     opts.facts = facts_for_test(run.spec, not run.not_tested_why)
+    started = time.monotonic()
     try:
         result = await run_loop(run.src, client=client, opts=opts, transcript=run.transcript,
                                 examples=fitting_examples(run.src, settings.fewshot_count),
@@ -544,7 +554,9 @@ async def lower_llm(
         ran=not getattr(result, "never_answered", False),
         compile_only=job.compile_only,
         inside_workspace=run.inside,
+        accounting=run_summary(result, settings, time.monotonic() - started),
     )
+    run.transcript.record("accounting", **outcome.accounting)
     if run.transcript.write_error:
         outcome.notes.append(run.transcript.write_error)
     if not result.ok or result.best is None:
@@ -620,6 +632,7 @@ def _with_the_result(run: _LlmLowering, result: LoopResult, outcome: LowerOutcom
                f" strategy {settings.strategy})")  # fmt: skip
     prov = Provenance(
         resources=f"{usage.text()} (ptxas -v, {run.arch})" if usage.registers is not None else "",
+        spent=header_line(outcome.accounting) if outcome.accounting else "",
         backend="llm",
         source=_shown_path(job.source_path, job.workspace)
         if not job.describe

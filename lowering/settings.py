@@ -11,6 +11,7 @@ message each, so a typo never stops lowering.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import re
@@ -84,7 +85,10 @@ LLM_SETTINGS = (
         None, "retry_backoff_s", "number", 1.0, minimum=0, maximum=60,
         env=("PTXLS_LLM_RETRY_BACKOFF",), in_editor=False,
     ),
-    SettingSpec("fewshot", "fewshot_count", "integer", 2, minimum=0, maximum=8),
+    SettingSpec(
+        "fewshot", "fewshot_count", "integer", 2, minimum=0, maximum=8,
+        env=("PTXLS_LLM_FEWSHOT",),
+    ),
     # filled by the server from ptxls.arch and by the CLI from --arch
     SettingSpec("arch", "arch", "string", "sm_90", pattern=ARCH_PATTERN, in_editor=False),
     SettingSpec("stream", "stream", "boolean", True, env=("PTXLS_LLM_STREAM",)),
@@ -99,6 +103,22 @@ LLM_SETTINGS = (
     SettingSpec(
         "budgetSeconds", "budget_s", "number", 600, minimum=0, env=("PTXLS_LLM_BUDGET_SECONDS",)
     ),
+    SettingSpec(
+        "maxTotalTokens", "max_total_tokens", "integer", 0, minimum=0,
+        env=("PTXLS_LLM_MAX_TOTAL_TOKENS",),
+    ),
+    SettingSpec(
+        "pricePromptPerMTok", "price_prompt", "number", 0, minimum=0,
+        env=("PTXLS_LLM_PRICE_PROMPT",),
+    ),
+    SettingSpec(
+        "priceCompletionPerMTok", "price_completion", "number", 0, minimum=0,
+        env=("PTXLS_LLM_PRICE_COMPLETION",),
+    ),
+    SettingSpec("maxCost", "max_cost", "number", 0, minimum=0, env=("PTXLS_LLM_MAX_COST",)),
+    SettingSpec("extraBody", "extra_body", "object", {}, env=("PTXLS_LLM_EXTRA_BODY",)),
+    # they go only to baseUrl's host, which only a trusted workspace may set
+    SettingSpec("extraHeaders", "extra_headers", "object", {}, env=("PTXLS_LLM_EXTRA_HEADERS",)),
 )  # fmt: skip
 
 # LSP config key (under ptxls.llm) → dataclass field, aliases included
@@ -128,14 +148,32 @@ def read_value(spec: SettingSpec, value: object, default: object) -> object:
     if spec.type in ("integer", "number"):
         return _read_number(spec, value)
     if spec.type == "object":
-        if not isinstance(value, dict):
-            raise TypeError(f"expected an object, got {type(value).__name__}")
-        return dict(value)
+        return _read_object(spec, value)
     if spec.type == "array":
         if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
             raise TypeError("expected a list of strings")
         return list(value)
     raise TypeError(f"setting type {spec.type} is not known")
+
+
+# what extraBody may not set: the loop sets these itself (and adapts them when refused)
+RESERVED_BODY = ("model", "messages", "stream", "stream_options", "n")
+
+
+def _read_object(spec: SettingSpec, value: object) -> dict:
+    if not isinstance(value, dict):
+        raise TypeError(f"expected an object, got {type(value).__name__}")
+    if spec.attr == "extra_headers":
+        bad = [k for k, v in value.items() if not isinstance(v, str) or "\n" in v or "\r" in v]
+        if bad:
+            raise ValueError(f"header values must be one-line strings ({', '.join(bad[:3])})")
+        if any(k.lower() == "authorization" for k in value):
+            raise ValueError("the key goes in OPENAI_API_KEY, not in a header setting")
+    if spec.attr == "extra_body":
+        taken = [k for k in value if k in RESERVED_BODY]
+        if taken:
+            raise ValueError(f"{', '.join(taken)} are set by ptxls itself")
+    return dict(value)
 
 
 def _read_string(spec: SettingSpec, value: object, default: object) -> object:
@@ -181,6 +219,14 @@ def read_text(spec: SettingSpec, text: str, default: object) -> object:
         return read_value(spec, number, default)
     if spec.enum and "" in spec.enum and t.lower() in ("none", "default"):
         t = ""
+    if spec.type == "object":  # JSON text: PTXLS_LLM_EXTRA_BODY='{"top_k": 20}'
+        if not t:
+            return dict(default) if isinstance(default, dict) else {}
+        try:
+            value = json.loads(t)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"expected a JSON object ({e.msg})") from None
+        return _read_object(spec, value)
     return read_value(spec, t, default)
 
 
@@ -230,6 +276,17 @@ class LlmSettings:
     max_reply_chars: int = 400_000
     # total seconds one lowering may spend (all candidates and rounds); the loop stops there
     budget_s: float = 600.0
+    # prompt + completion tokens of all replies together; 0: no cap
+    max_total_tokens: int = 0
+    # prices per million tokens (any currency): with them the run's cost is reported and
+    # max_cost (0: none) caps it
+    price_prompt: float = 0.0
+    price_completion: float = 0.0
+    max_cost: float = 0.0
+    # sent with every request: {"chat_template_kwargs": {"enable_thinking": false}}, "top_k" …
+    extra_body: dict = field(default_factory=dict)
+    # sent with every request (OpenRouter's HTTP-Referer/X-Title …); values never logged
+    extra_headers: dict = field(default_factory=dict, repr=False)
 
     @property
     def endpoint_configured(self) -> bool:
@@ -265,6 +322,7 @@ class LlmSettings:
 
         d = dataclasses.asdict(self)
         d.pop("api_key", None)
+        d["extra_headers"] = {k: "(set)" for k in self.extra_headers}  # names only
         d["base_url"] = public_url(self.base_url)
         d["api_key_set"] = bool(self.api_key)
         return d
@@ -275,7 +333,8 @@ def _apply(s: LlmSettings, values: Mapping[str, object], env: bool, where: str) 
     value that is refused, which leaves the field as it was."""
     problems = []
     for key, name in (ENV_KEYS if env else CONFIG_KEYS).items():
-        spec, default = _SPEC_OF_FIELD[name], getattr(LlmSettings, name)
+        spec = _SPEC_OF_FIELD[name]
+        default = getattr(LlmSettings, name, spec.default)  # a default_factory field: the spec's
         # null leaves the default, except where null means something (seed: none sent)
         if key not in values or (values[key] is None and not spec.nullable):
             continue
