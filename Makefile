@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint bench e2e-vscode
+.PHONY: setup demo test test-fast lint bench e2e-vscode
 
 setup: $(VENV)/.installed
 
@@ -17,8 +17,14 @@ demo: setup
 	$(BIN)/ptxls doctor
 	$(BIN)/ptxls demo
 
+# Everything (what CI runs), spread over the cores by pytest-xdist.
 test: setup
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto
+
+# The inner loop: every test that starts no process (tests/conftest.py marks the others
+# `process` from what they use); the slowest are listed so a new slow test shows.
+test-fast: setup
+	$(BIN)/pytest -n auto -q -m "not process" --durations=10
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
