@@ -79,10 +79,13 @@ def propagate_nan_f64(r: np.ndarray, ops, first_nan: bool = False) -> np.ndarray
 
 
 def _prep(arrays, ftz: bool):
-    arrays = [np.asarray(a) for a in arrays]
-    dt = arrays[0].dtype
+    """The operands as arrays of the FIRST operand's float type (an immediate or scalar
+    operand is converted to the instruction's type, as the register would hold it)."""
+    first = np.asarray(arrays[0])
+    dt = first.dtype
     if dt not in (np.float32, np.float64):
         raise TypeError(f"expected float32 or float64 arrays, got {dt}")
+    arrays = [first] + [np.asarray(a, dtype=dt) for a in arrays[1:]]
     if ftz and dt == np.float32:
         arrays = [flush_subnormal(a) for a in arrays]
     return dt, arrays
