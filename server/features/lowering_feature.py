@@ -295,6 +295,8 @@ async def _deliver(ls: PtxlsServer, outcome: LowerOutcome, job: LowerJob, progre
         "gpuTested": outcome.gpu_tested,
         "transcript": str(outcome.transcript) if outcome.transcript else None,
         "warnings": outcome.warnings,
+        # rounds, tokens (and cost), model, endpoint: lowering/accounting.run_summary
+        "accounting": outcome.accounting or None,
     }
     if not outcome.ok:
         return _failed(ls, outcome, progress, common)
@@ -305,7 +307,7 @@ async def _deliver(ls: PtxlsServer, outcome: LowerOutcome, job: LowerJob, progre
         # the source is outside every workspace folder: show the result, write nothing
         untitled = f"untitled:{outcome.kernel or 'kernel'}.ptx"
         shown = await _open_untitled(ls, untitled, outcome.ptx)
-        summary = f"{outcome.message} → shown as an untitled document (the source is outside the workspace)"
+        summary = f"{outcome.message} → shown as an untitled document (the source is outside the workspace){_spent(outcome)}"
         progress.end(summary[:200])
         ls.log_message(outcome.report)
         return {"ok": True, "summary": summary, "ptx": outcome.ptx, "untitled": True,
@@ -318,16 +320,31 @@ async def _deliver(ls: PtxlsServer, outcome: LowerOutcome, job: LowerJob, progre
     if reason is not None:
         return {"ok": False, "summary": f"{outcome.message}; not written: {reason}",
                 "ptx": outcome.ptx, **common}  # fmt: skip
-    summary = f"{outcome.message} → {plan.path.name} ({plan.reason})"
+    summary = f"{outcome.message} → {plan.path.name} ({plan.reason}){_spent(outcome)}"
     progress.end(summary[:200])
     ls.log_message(outcome.report)
     return {"ok": True, "summary": summary, "uri": plan.path.resolve().as_uri(), **common}
 
 
+def _spent(outcome: LowerOutcome) -> str:
+    """' — 2 rounds, 7,400 tokens (…), 12.3 s' for the result notification ('' without a loop)."""
+    a = outcome.accounting
+    if not a:
+        return ""
+    rounds = a["rounds"]
+    tokens = a["tokens"]
+    said = (
+        f"{tokens['total_tokens']:,} tokens" if tokens["usage_reported"] else "tokens not reported"
+    )
+    cost = f", cost {a['cost']:.4f}" if a.get("cost") is not None else ""
+    return f" — {rounds} round{'s' if rounds != 1 else ''}, {said}{cost}, {a['duration_s']:.0f} s"
+
+
 def _failed(ls: PtxlsServer, outcome: LowerOutcome, progress, common: dict) -> dict:
     progress.end(outcome.message.splitlines()[0][:200])
     ls.log_message(outcome.report or outcome.message)
-    result = {"ok": False, "summary": outcome.message, "report": outcome.report, **common}
+    result = {"ok": False, "summary": outcome.message + _spent(outcome), "report": outcome.report,
+              **common}  # fmt: skip
     if outcome.attempt_path:
         result["attempt"] = outcome.attempt_path.as_uri()
     return result
