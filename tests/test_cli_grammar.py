@@ -10,6 +10,7 @@ covered by the lowering tests."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -20,13 +21,15 @@ from pathlib import Path
 
 import pytest
 
+from ptxls.cli.main import build_parser
 from ptxls.toolchain.gpu_probe import probe_gpu
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 HAS_GPU = probe_gpu().available
 NO_GPU = 0 if HAS_GPU else 3  # a GPU asked for explicitly
-COMMANDS = ["serve", "check", "usage", "doctor", "demo", "test", "lower", "bench", "sass", "eval"]
+# every subcommand the parser has, including ones added later (eval, replay, ...)
+COMMANDS = sorted(build_parser()[1])
 
 
 @dataclass(frozen=True)
@@ -46,9 +49,19 @@ def row(*args: str, exit: int, out=(), err=(), said_as: str = "", env=None) -> R
     return Row(tuple(args), exit, tuple(out), tuple(err), said_as, env or {})
 
 
-# a command's required arguments, so that the unknown option is the only mistake
-FILE_OF = {"check": ["vec_add.ptx"], "usage": ["vec_add.ptx"], "test": ["vec_add.ptx"],
-           "sass": ["vec_add.ptx"]}  # fmt: skip
+def _required_positionals() -> dict[str, list[str]]:
+    """A file for each required positional of each command, so that an unknown option is
+    the only mistake on the line."""
+    parser = build_parser()[0]
+    (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return {
+        name: ["vec_add.ptx" for a in sub._actions if not a.option_strings and a.nargs in
+               (None, "+")]
+        for name, sub in subparsers.choices.items()
+    }  # fmt: skip
+
+
+FILE_OF = _required_positionals()
 NO_LLM = {"OPENAI_API_KEY": "", "OPENAI_BASE_URL": "", "PTXLS_MODEL": ""}
 ARCH_LIST = "it accepts: sm_75, sm_80"
 
