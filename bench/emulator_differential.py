@@ -1,0 +1,283 @@
+"""The CPU emulator against the H200, side by side: the same launches with the same inputs.
+
+Each kernel runs through the real harness twice with the same seed: first on the emulator
+(``device="cpu"``, whose budget may replace the largest sizes), then on the GPU (``device="gpu"``,
+untimed) with exactly the sizes the emulator ran. Both workers save every verified launch's
+outputs (``PTXLS_HARNESS_DUMP_OUTPUTS``), so each output is compared bit for bit; where bits
+differ the report gives how many elements, the largest difference in units in the last place and
+the relative error, and what in the PTX allows it (``.approx`` functions, float atomics whose
+order differs, mul+add that ptxas may contract into fma). Every ``ptxls test`` verdict is compared
+too: status, which case failed, and the first wrong element.
+
+Kernels: the library (fewshot/kernels), the planted cheaters (tests/data/cheaters), the planted
+sanitizer kernels (tests/data/sanitizer/planted) and planted wrong kernels
+(tests/data/emulator/wrong).
+
+On the GPU machine (bench/device_emulator_differential.sh)::
+
+    source scripts/device-env.sh && python3 bench/emulator_differential.py --out $OUT
+
+``--self-check`` runs the "GPU" side on the emulator too (no GPU needed): every row must agree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import os
+import platform
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+LIB = ROOT / "fewshot" / "kernels"
+DATA = ROOT / "tests" / "data"
+BUDGET = 30_000_000  # thread-instructions per emulated case
+PARALLEL = 12  # emulator workers at once (the H200 machine has 16 cores)
+
+
+def items() -> list[dict]:
+    out = []
+    for d in sorted(LIB.iterdir()):
+        if (d / "kernel.ptx").is_file() and d.name != "hgemm_wgmma":  # wgmma: refused
+            out.append({"name": d.name, "group": "library", "path": d / "kernel.ptx"})
+    cheaters = DATA / "cheaters"
+    for p in sorted(cheaters.glob("*.ptx")):
+        out.append({"name": f"cheaters/{p.stem}", "group": "cheaters", "path": p,
+                    "kernel": "vec_add", "ref": cheaters / "vec_add.cu"})  # fmt: skip
+    for p in sorted((DATA / "sanitizer" / "planted").glob("*.ptx")):
+        out.append({"name": f"planted/{p.stem}", "group": "planted sanitizer", "path": p})
+    for p in sorted((DATA / "emulator" / "wrong").glob("*.ptx")):
+        out.append({"name": f"wrong/{p.stem}", "group": "planted wrong", "path": p})
+    for i, it in enumerate(out):
+        it["seed"] = 1000 * (i + 1)  # case k of item i has seed 1000(i+1)+k: unique dump names
+    return out
+
+
+def ptx_traits(text: str) -> list[str]:
+    """What in the PTX lets a GPU's float results differ from a correctly rounded emulation."""
+    traits = []
+    if re.search(r"\.approx\b", text) or re.search(r"\b(ex2|lg2|sin|cos|tanh)\.", text):
+        traits.append(".approx")
+    if re.search(r"\b(atom|red)(\.\w+)*\.(add)(\.\w+)*\.f(16|32|64)\b", text) or re.search(
+        r"\b(atom|red)(\.\w+)*\.f(16|32|64)", text
+    ):
+        traits.append("float atomics")
+    if re.search(r"\bmul(\.ftz)?\.f32\b", text) and re.search(r"\b(add|sub)(\.ftz)?\.f32\b", text):
+        traits.append("mul+add (contractible)")
+    return traits
+
+
+def compare_arrays(a: np.ndarray, b: np.ndarray) -> dict:
+    """Bits of two outputs of the same launch: identical, or how far apart."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return {"identical": False, "why": f"shape/dtype {a.shape}{a.dtype} vs {b.shape}{b.dtype}"}
+    size = a.dtype.itemsize
+    ua, ub = a.view(np.uint8).reshape(-1, size), b.view(np.uint8).reshape(-1, size)
+    diff = np.flatnonzero((ua != ub).any(axis=1))
+    out = {"identical": diff.size == 0, "elements": int(len(a)), "differ": int(diff.size)}
+    if diff.size and a.dtype.kind == "f":
+        x, y = a[diff].astype(np.float64), b[diff].astype(np.float64)
+        both_nan = np.isnan(x) & np.isnan(y)
+        ints = {2: np.int16, 4: np.int32, 8: np.int64}[a.dtype.itemsize]
+        ia, ib = a[diff].view(ints).astype(np.int64), b[diff].view(ints).astype(np.int64)
+        ulps = np.where(both_nan, 0, np.abs(ia - ib))
+        rel = np.abs(x - y) / np.maximum(np.abs(x), 1e-30)
+        out.update(max_ulps=int(ulps.max()), max_rel=float(np.nanmax(rel)) if rel.size else 0.0,
+                   first=int(diff[0]))  # fmt: skip
+    elif diff.size:
+        out["first"] = int(diff[0])
+    return out
+
+
+def verdict(report) -> dict:
+    bad = report.failing_case
+    first = None
+    if bad is not None and bad.outputs:
+        wrong = [o for o in bad.outputs if o.get("first_wrong")]
+        if wrong:
+            first = f"{wrong[0]['name']}[{wrong[0]['first_wrong'][0][0]}]"
+    return {
+        "status": report.status,
+        "failing_case": bad.n if bad else None,
+        "first_wrong": first,
+        "cases": {c.index: c.passed for c in report.cases},
+        "summary": report.summary[:300],
+        "findings": sorted({f.get("kind", "") for f in report.findings}),
+    }
+
+
+async def run_item(it: dict, device: str, sizes, sup, emu_sup) -> object:
+    from ptxls.gputest import api
+
+    text = Path(it["path"]).read_text()
+    ref = Path(it["ref"]).read_text() if it.get("ref") else None
+    return await api.run_gpu_test(
+        text, it.get("kernel") or _first_entry(text), ptx_path=str(it["path"]),
+        reference_cuda=ref, reference_path=str(it["ref"]) if it.get("ref") else None,
+        seed=it["seed"], sizes=sizes, device=device, time_it=False, timeout_s=120,
+        supervisor=sup, emulator_supervisor=emu_sup, emulator_budget=BUDGET,
+    )  # fmt: skip
+
+
+def _first_entry(text: str) -> str:
+    from ptxls.frontend.ptx import find_entries
+
+    return find_entries(text)[0].name
+
+
+async def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "emulator-differential"))
+    ap.add_argument("--self-check", action="store_true", help="the 'GPU' side on the emulator too")
+    ap.add_argument("--only", nargs="*")
+    args = ap.parse_args(argv)
+    from ptxls.frontend.ptx import find_entries
+    from ptxls.gputest.supervisor import Supervisor, default_command
+
+    work = Path(tempfile.mkdtemp(prefix="emu-diff-"))
+    dumps = {"cpu": work / "cpu", "gpu": work / "gpu"}
+    for d in dumps.values():
+        d.mkdir()
+    env = {k: {**os.environ, "PTXLS_HARNESS_DUMP_OUTPUTS": str(v)} for k, v in dumps.items()}
+    todo = items()
+    if args.only:
+        todo = [i for i in todo if any(o in i["name"] for o in args.only)]
+    # one item per kernel entry (the planted files hold several)
+    expanded = []
+    for it in todo:
+        text = Path(it["path"]).read_text()
+        names = [it["kernel"]] if it.get("kernel") else [e.name for e in find_entries(text)]
+        for k, name in enumerate(names):
+            expanded.append({**it, "kernel": name, "seed": it["seed"] + 100 * k,
+                             "name": it["name"] + (f":{name}" if len(names) > 1 else "")})  # fmt: skip
+    started = time.monotonic()
+    sem = asyncio.Semaphore(PARALLEL)
+
+    async def emulate(it):
+        async with sem:
+            sup = Supervisor(default_command("cpu"), env=env["cpu"])
+            try:
+                t0 = time.monotonic()
+                r = await run_item(it, "cpu", None, None, sup)
+                return r, time.monotonic() - t0
+            finally:
+                await sup.close()
+
+    emulated = await asyncio.gather(*(emulate(it) for it in expanded))
+    t_emu = time.monotonic() - started
+    other = "cpu" if args.self_check else "gpu"
+    gpu_sup = Supervisor(default_command(other), env=env["gpu"])
+    rows = []
+    try:
+        for it, (emu, emu_s) in zip(expanded, emulated, strict=True):
+            sizes = list(emu.sizes) or None  # as the emulator ran them: case i is case i
+            t0 = time.monotonic()
+            gpu = await run_item(it, other, sizes, gpu_sup if other == "gpu" else None,
+                                 gpu_sup if other == "cpu" else None)  # fmt: skip
+            rows.append(_row(it, emu, gpu, emu_s, time.monotonic() - t0, dumps))
+            print(f"{it['name']}: emu {emu.status} / {other} {gpu.status} -> "
+                  f"{'agree' if rows[-1]['verdict_agrees'] else 'DISAGREE'}; outputs "
+                  f"{rows[-1]['outputs_summary']}", flush=True)  # fmt: skip
+    finally:
+        await gpu_sup.close()
+    meta = {
+        "date": datetime.date.today().isoformat(),
+        "machine": platform.node(),
+        "python": platform.python_version(),
+        "other_side": other,
+        "device": rows[0]["gpu_device"] if rows else "",
+        "budget": BUDGET,
+        "seconds": {
+            "emulator_phase": round(t_emu, 1),
+            "total": round(time.monotonic() - started, 1),
+        },  # fmt: skip
+    }
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = out / f"{'self' if args.self_check else 'h200'}-{meta['date']}"
+    stem.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    stem.with_suffix(".md").write_text(markdown(rows, meta))
+    print(markdown(rows, meta))
+    return 0
+
+
+def _row(it, emu, gpu, emu_s, gpu_s, dumps) -> dict:
+    ve, vg = verdict(emu), verdict(gpu)
+    same_cases = {i: p for i, p in ve["cases"].items() if i in vg["cases"]}
+    agrees = (
+        ve["status"] == vg["status"]
+        and ve["failing_case"] == vg["failing_case"]
+        and ve["first_wrong"] == vg["first_wrong"]
+        and all(vg["cases"][i] == p for i, p in same_cases.items())
+    )
+    # The same verdict from the values alone: the emulator may fail a case on a finding the GPU
+    # cannot see (a shared-memory race, an out-of-bounds read that lands in memory).
+    value_agrees = agrees or (bool(ve["findings"]) and vg["status"] == "pass")
+    outputs = []
+    for c in emu.cases:
+        for f in sorted(dumps["cpu"].glob(f"{c.seed}-*.npy")):
+            g = dumps["gpu"] / f.name
+            if not g.exists():
+                continue
+            cmp = compare_arrays(np.load(f), np.load(g))
+            outputs.append({"case": c.index, "n": c.n, "output": f.stem.split("-", 1)[1], **cmp})
+    text = Path(it["path"]).read_text()
+    identical = sum(o["identical"] for o in outputs)
+    worst = max((o.get("max_ulps", 0) for o in outputs), default=0)
+    summary = f"{identical}/{len(outputs)} bit-identical" + (f", max {worst} ulp" if worst else "")
+    return {
+        "name": it["name"], "group": it["group"], "kernel": it["kernel"],
+        "sizes": emu.sizes, "emulator": ve, "gpu": vg, "verdict_agrees": agrees,
+        "value_verdict_agrees": value_agrees, "outputs": outputs, "outputs_summary": summary,
+        "ptx_traits": ptx_traits(text), "emu_seconds": round(emu_s, 2),
+        "gpu_seconds": round(gpu_s, 2), "gpu_device": (gpu.device or {}).get("name", ""),
+        "notes": [n for n in emu.notes if "emulated sizes" in n],
+    }  # fmt: skip
+
+
+def markdown(rows: list[dict], meta: dict) -> str:
+    agree = sum(r["verdict_agrees"] for r in rows)
+    lines = [
+        "# Emulator vs GPU: the same launches, the same inputs",
+        "",
+        f"{meta['date']}, {meta['machine']}, GPU side: {meta['device'] or meta['other_side']}; "
+        f"`bench/emulator_differential.py` (emulator budget {meta['budget']:,} "
+        f"thread-instructions per case; the GPU ran the sizes the emulator ran, untimed). "
+        f"Verdicts identical: {agree}/{len(rows)}. Seconds: {meta['seconds']}.",
+        "",
+        "| kernel | sizes | emulator | GPU | verdict | outputs | PTX allows |",
+        "|:--|:--|:--|:--|:--|:--|:--|",
+    ]
+    for r in rows:
+        e, g = r["emulator"], r["gpu"]
+
+        def said(v):
+            s = v["status"]
+            if v["failing_case"] is not None:
+                s += f" n={v['failing_case']}"
+            if v["first_wrong"]:
+                s += f" {v['first_wrong']}"
+            if v["findings"]:
+                s += f" ({', '.join(v['findings'])})"
+            return s
+
+        verdict_word = "same" if r["verdict_agrees"] else (
+            "same values; emulator finding" if r["value_verdict_agrees"] else "**DIFFERENT**")  # fmt: skip
+        lines.append(
+            f"| {r['name']} | {' '.join(map(str, r['sizes']))} | {said(e)} | {said(g)} | "
+            f"{verdict_word} | {r['outputs_summary']} | {', '.join(r['ptx_traits'])} |"
+        )
+    lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main(sys.argv[1:])))
