@@ -280,3 +280,43 @@ def test_the_reader_finds_every_form_of_import(module, source, target, module_le
 def test_the_cycle_finder_finds_a_cycle():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert [sorted(g) for g in _strongly_connected(graph) if len(g) > 1] == [["a", "b", "c"]]
+
+
+# ---- the generated parts of the doc: room sizes and the module index ------------------------
+# `python bench/room_map.py --doc` writes both; a module added, removed or renamed, or a room
+# grown or shrunk by more than a tenth, makes them stale.
+
+sys.path.insert(0, str(ROOT / "bench"))
+import room_map  # noqa: E402  (bench/room_map.py)
+
+REGENERATE = "run `.venv/bin/python bench/room_map.py --doc` and commit docs/architecture.md"
+
+
+def test_every_module_is_named_in_the_doc():
+    doc = DOC.read_text(encoding="utf-8")
+    missing = [
+        str(path.relative_to(folder.parent))
+        for folder in room_map.rooms().values()
+        for path in room_map.module_files(folder)
+        if f"`{path.relative_to(folder.parent)}`" not in doc
+    ]
+    assert not missing, f"modules the doc does not name: {missing}; {REGENERATE}"
+
+
+def test_the_room_sizes_table_is_current():
+    doc = DOC.read_text(encoding="utf-8")
+    written = {
+        m["room"]: (int(m["files"]), int(m["lines"]))
+        for m in re.finditer(
+            r"^\| `(?P<room>\w+)` \| (?P<files>\d+) \| (?P<lines>\d+) \|$", doc, re.M
+        )
+    }
+    sizes, _ = room_map.sizes_and_arrows()
+    stale = [
+        f"{room}: {s['files']} files, {s['lines']} lines (doc: {written.get(room)})"
+        for room, s in sizes.items()
+        if room not in written
+        or written[room][0] != s["files"]
+        or abs(written[room][1] - s["lines"]) > s["lines"] / 10
+    ]
+    assert not stale, f"room sizes changed: {stale}; {REGENERATE}"
