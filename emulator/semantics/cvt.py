@@ -175,6 +175,18 @@ def cvt_pack_x2(a, b, dst: str, src: str = "f32", rnd: str = "rn", relu: bool = 
 
 
 @np.errstate(all="ignore")
+@np.errstate(all="ignore")
+def cvt_f16x2_to_fp8x2(a, dst: str, relu: bool = False) -> np.ndarray:
+    """``cvt.rn.satfinite{.relu}.{e4m3x2,e5m2x2}.f16x2 d, a``: each f16 of a (element 0 = low
+    half) to an fp8 code, element 0 in d's low byte. uint32 in, uint16 out."""
+    kind = dst.removesuffix("x2")
+    lo, hi = formats.split2(a)
+    vlo, vhi = formats.decode(lo, "f16"), formats.decode(hi, "f16")
+    rlo = from_exact(vlo, 0.0 * vlo, kind, "rn", relu=relu, satfinite=True)
+    rhi = from_exact(vhi, 0.0 * vhi, kind, "rn", relu=relu, satfinite=True)
+    return (rlo.astype(np.uint16) | (rhi.astype(np.uint16) << np.uint16(8))).astype(np.uint16)
+
+
 def cvt_unpack_fp8x2(a, src: str, dst: str = "f16x2", relu: bool = False) -> np.ndarray:
     """``cvt.rn{.relu}.f16x2.{e4m3x2,e5m2x2} d, a``: the low byte of a → d's low half (exact:
     every e4m3/e5m2 value is an f16 value)."""

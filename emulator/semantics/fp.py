@@ -30,8 +30,11 @@ FLT_MIN = np.float32(2.0**-126)
 
 
 def _canon(x: np.ndarray) -> np.ndarray:
+    nan_lanes = np.isnan(x)
+    if not nan_lanes.any():  # the usual case: no copy
+        return x
     nan = CANON_NAN_F32 if x.dtype == np.float32 else CANON_NAN_F64
-    return np.where(np.isnan(x), nan, x).astype(x.dtype, copy=False)
+    return np.where(nan_lanes, nan, x).astype(x.dtype, copy=False)
 
 
 @np.errstate(all="ignore")

@@ -138,11 +138,14 @@ def fma(a, b, c, t: str, rnd: str = "rn", ftz: bool = False, sat: bool = False,
     return _elementwise(t, _arith("fma", rnd, ftz, sat, relu), a, b, c)
 
 
-def _minmax_fn(smaller: bool, ftz: bool, nan: bool, relu: bool):
+def _minmax_fn(smaller: bool, ftz: bool, nan: bool, relu: bool, xorsign_abs: bool = False):
     def fn(kind, a, b):
         x, y = decode(a, kind), decode(b, kind)
         if ftz:
             x, y = _flush(x, kind), _flush(y, kind)
+        if xorsign_abs:  # compare magnitudes; the result takes sign(a) XOR sign(b)
+            sign = np.signbit(x) ^ np.signbit(y)
+            x, y = np.abs(x), np.abs(y)
         with np.errstate(invalid="ignore"):
             better = (x < y) if smaller else (x > y)
             tie_pick_x = (x == y) & (np.signbit(x) == smaller)
@@ -151,6 +154,8 @@ def _minmax_fn(smaller: bool, ftz: bool, nan: bool, relu: bool):
         r = np.where(nx & ~ny, y, np.where(ny & ~nx, x, r))
         if nan:
             r = np.where(nx | ny, np.nan, r)
+        if xorsign_abs:
+            r = np.where(np.isnan(r), r, np.where(sign, -np.abs(r), np.abs(r)))
         if relu:
             with np.errstate(invalid="ignore"):
                 r = np.where(~np.isnan(r) & (r <= 0), 0.0, r)
@@ -160,16 +165,19 @@ def _minmax_fn(smaller: bool, ftz: bool, nan: bool, relu: bool):
 
 
 @np.errstate(all="ignore")
-def hmin(a, b, t: str, ftz: bool = False, nan: bool = False, relu: bool = False) -> np.ndarray:
-    """``min{.ftz}{.NaN}{.relu}.{f16,f16x2,bf16,bf16x2}``: -0 < +0; one NaN → the other;
-    both NaN (or any NaN with ``.NaN``) → canonical NaN."""
-    return _elementwise(t, _minmax_fn(True, ftz, nan, relu), a, b)
+def hmin(a, b, t: str, ftz: bool = False, nan: bool = False, relu: bool = False,
+         xorsign_abs: bool = False) -> np.ndarray:  # fmt: skip
+    """``min{.ftz}{.NaN}{.relu|.xorsign.abs}.{f16,f16x2,bf16,bf16x2}``: -0 < +0; one NaN →
+    the other; both NaN (or any NaN with ``.NaN``) → canonical NaN. ``.xorsign.abs``: the
+    smaller magnitude, signed with sign(a) XOR sign(b) (a NaN result stays canonical)."""
+    return _elementwise(t, _minmax_fn(True, ftz, nan, relu, xorsign_abs), a, b)
 
 
 @np.errstate(all="ignore")
-def hmax(a, b, t: str, ftz: bool = False, nan: bool = False, relu: bool = False) -> np.ndarray:
-    """``max{.ftz}{.NaN}{.relu}.{f16,f16x2,bf16,bf16x2}``."""
-    return _elementwise(t, _minmax_fn(False, ftz, nan, relu), a, b)
+def hmax(a, b, t: str, ftz: bool = False, nan: bool = False, relu: bool = False,
+         xorsign_abs: bool = False) -> np.ndarray:  # fmt: skip
+    """``max{.ftz}{.NaN}{.relu|.xorsign.abs}.{f16,f16x2,bf16,bf16x2}`` (see ``hmin``)."""
+    return _elementwise(t, _minmax_fn(False, ftz, nan, relu, xorsign_abs), a, b)
 
 
 @np.errstate(all="ignore")

@@ -93,6 +93,14 @@ def test_half_sat_relu_ftz_and_nan():
     assert half.mul(x, x, "f16").tolist()[3] == 0x7FFF  # canonical NaN
 
 
+def test_half_min_max_xorsign_abs():
+    # ISA: |min|/|max| of the magnitudes, sign = sign(a) XOR sign(b)
+    a = np.array([0xC000, 0x3C00, 0xC400], dtype=np.uint16)  # -2, 1, -4
+    b = np.array([0x3C00, 0xC200, 0xC200], dtype=np.uint16)  # 1, -3, -3
+    assert half.hmin(a, b, "f16", xorsign_abs=True).tolist() == [0xBC00, 0xBC00, 0x4200]
+    assert half.hmax(a, b, "f16", xorsign_abs=True).tolist() == [0xC000, 0xC200, 0x4400]
+
+
 def test_half_min_max_nan_rules():
     nan, one, mzero, pzero = 0x7E00, 0x3C00, 0x8000, 0x0000
     a = np.array([nan, one, mzero, nan], dtype=np.uint16)
@@ -220,6 +228,14 @@ def test_cvt_packs_a_into_the_upper_half():
     e = cvt.cvt_pack_x2(np.float32([448.0]), np.float32([1000.0]), "e4m3x2", satfinite=True)
     assert int(e[0]) == (0x7E << 8) | 0x7E
     assert int(cvt.cvt_unpack_fp8x2(np.uint16([0x3840]), "e4m3x2")[0]) == (0x3C00 << 16) | 0x4000
+
+
+def test_cvt_f16x2_to_fp8x2():
+    # (1.0, 3.0) as f16x2 → e4m3 codes 0x38 (1.0) low, 0x44 (3.0) high; 1000 saturates to 448
+    a = np.array([0x3C00 | (0x4200 << 16), 0x63D0 | (0xBC00 << 16)], dtype=np.uint32)
+    got = cvt.cvt_f16x2_to_fp8x2(a, "e4m3x2")
+    assert got.tolist() == [0x38 | (0x44 << 8), 0x7E | (0xB8 << 8)]
+    assert cvt.cvt_f16x2_to_fp8x2(a[1:], "e4m3x2", relu=True).tolist() == [0x7E]
 
 
 def test_e4m3_e5m2_every_code_roundtrips():
