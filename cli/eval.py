@@ -74,9 +74,10 @@ def add_parser(subparsers) -> None:
     rows.add_argument("--no-baselines", action="store_true", help="only the model's row")
     p.add_argument(
         "--device",
-        choices=("auto", "gpu", "cpu"),
+        choices=("auto", "gpu", "cpu", "none"),
         default="auto",
-        help="where tests run: a GPU, the CPU emulator, or the GPU when there is one (default)",
+        help="where tests run: a GPU, the CPU emulator, the GPU when there is one (default), or "
+        "none (compile-only: ptxas and the interface)",
     )
     p.add_argument(
         "--test-workers",

@@ -48,7 +48,7 @@ class EvalOptions:
     tasks: list[Task]
     samples: int = 1
     rows: tuple[str, ...] = ("llm", "nvcc", "triton")
-    device: str = "auto"  # "gpu", "cpu" (the emulator) or "auto"
+    device: str = "auto"  # "gpu", "cpu" (the emulator), "auto", or "none" (compile-only)
     concurrency: int = 8  # lowerings (and so model requests) in flight
     test_workers: int | None = None  # None: one per GPU, or one per core for the emulator
     ray_address: str | None = None  # "local" starts a local Ray cluster
@@ -81,6 +81,9 @@ async def make_pool(opts: EvalOptions):
         pool = await RayTestPool.start(opts.ray_address, opts.device, opts.test_workers)
         return pool, pool.test_device, pool.kind, [pool.describe()]
     want = opts.device
+    if want == "none":
+        why = "compile-only was asked (--device none)"
+        return CompileOnlyPool(why), "auto", "compile-only", [f"compile-only: {why}"]
     if want in ("auto", "gpu"):
         gpus = local_gpu_count()
         if gpus:
