@@ -137,6 +137,13 @@ def load(w, space: str, addr, dt, n: int, sel, pc: int) -> list[np.ndarray]:
     if space in ("global", "const"):
         bad = check_global(w, addr, size * n if n in (2, 4, 8) else size, pc, threads, "read")
         mem = w.memory
+        good_addr = addr if bad is None else addr[~bad]
+        unw = mem.unwritten_lanes(good_addr, size * n)
+        if unw is not None:
+            a = int(good_addr[int(np.argmax(unw))])
+            al = mem.allocation_at(a)
+            where = f"global {al.name}[{(a - al.addr) // size}]" if al else f"global {a:#x}"
+            w.pending_undefined = ((threads if bad is None else threads[~bad])[unw], pc, where)
         if bad is not None:
             good = ~bad
             out = [np.zeros(threads.size, dt) for _ in range(n)]
@@ -249,6 +256,7 @@ def store(w, space: str, addr, values: list, sel, pc: int) -> None:
             vals = [v[good] for v in vals]
         for k in range(n):
             w.memory.scatter(addr + np.uint64(k * size), vals[k])
+        w.memory.wrote(addr, size * n)
         return
     if space == "param":
         from .errors import Refused
@@ -288,6 +296,7 @@ def resolve_flat(w, space, addr, size, sel, pc, access):
     if space == "global":
         bad = check_global(w, addr, size, pc, threads, access)
         good = np.ones(threads.size, bool) if bad is None else ~bad
+        w.memory.wrote(addr[good], size)
         from .memory import BASE
 
         return w.memory.data, addr.astype(np.int64) - BASE, threads, good, space

@@ -57,15 +57,19 @@ class Checks:
     # ---- registers
 
     def uninit_register(self, wave, reg: str, pc: int, threads: np.ndarray, origin=None) -> None:
-        if origin is not None:  # the value came from shared memory nobody wrote
+        if origin is not None:  # the value came from memory nobody wrote
             load_pc, where = origin
             line, _ = self.instr_text.get(pc, (None, ""))
+            is_global = where.startswith("global ")
+            what = where.removeprefix("global ")
             self.add(
-                E.UNINIT_SHARED, load_pc,
-                f"shared memory read before any thread wrote it ({where}); the value is used "
-                f"at line {line}",
-                wave, int(threads[0]), count=int(threads.size), space="shared", access="read",
-                buffer=where.split("+")[0].split(" ")[0],
+                E.UNINIT_GLOBAL if is_global else E.UNINIT_SHARED, load_pc,
+                f"{'global' if is_global else 'shared'} memory read before anything wrote it "
+                f"({what}); the value is used at line {line}",
+                wave, int(threads[0]), count=int(threads.size),
+                space="global" if is_global else "shared", access="read",
+                buffer=what.split("[")[0] if is_global else what.split("+")[0].split(" ")[0],
+                element=int(what.split("[")[1].rstrip("]")) if is_global and "[" in what else None,
             )  # fmt: skip
             return
         self.add(

@@ -22,6 +22,7 @@ class Refused(Exception):
 OUT_OF_BOUNDS = "out-of-bounds"
 MISALIGNED = "misaligned"
 UNINIT_SHARED = "uninitialized-shared"
+UNINIT_GLOBAL = "uninitialized-global"
 UNINIT_REGISTER = "uninitialized-register"
 SHARED_RACE = "shared-race"
 DIVERGENT_BARRIER = "divergent-barrier"
@@ -39,6 +40,7 @@ TOOL_OF_KIND = {
     INVALID_ADDRESS: "memcheck",
     TRAP: "memcheck",
     UNINIT_SHARED: "initcheck",
+    UNINIT_GLOBAL: "initcheck",
     UNINIT_REGISTER: "initcheck",
     SHARED_RACE: "racecheck",
     DIVERGENT_BARRIER: "synccheck",

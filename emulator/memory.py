@@ -35,10 +35,20 @@ class Memory:
         self.allocs: list[Allocation] = []
         self._starts: list[int] = []
         self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.unwritten: np.ndarray | None = None  # per byte, only once something is tracked
+
+    def mark_unwritten(self, addr: int, n: int) -> None:
+        """Bytes no one has written yet: reading them before a write is a finding."""
+        if self.unwritten is None:
+            self.unwritten = np.zeros(self.data.size, dtype=bool)
+        off = self._offset(addr, n)
+        self.unwritten[off : off + n] = True
 
     # ---- host side
 
-    def alloc(self, nbytes: int, name: str = "") -> int:
+    def alloc(self, nbytes: int, name: str = "", initialized: bool = True) -> int:
+        """A new buffer. ``initialized=False`` (an output the kernel must write first): a read
+        of a byte of it that nothing wrote is reported (initcheck), where the value is used."""
         nbytes = int(nbytes)
         if nbytes < 0:
             raise ValueError("negative allocation size")
@@ -54,6 +64,12 @@ class Memory:
         self.top = off + max(nbytes, 1) + GAP
         addr = BASE + off
         self.allocs.append(Allocation(name or f"buffer{len(self.allocs)}", addr, nbytes))
+        if self.unwritten is not None and self.unwritten.size < self.data.size:
+            grown_w = np.zeros(self.data.size, dtype=bool)
+            grown_w[: self.unwritten.size] = self.unwritten
+            self.unwritten = grown_w
+        if not initialized:
+            self.mark_unwritten(addr, nbytes)
         self._starts.append(addr)
         self._arrays = None
         return addr
@@ -84,6 +100,8 @@ class Memory:
         )
         off = self._offset(addr, buf.size)
         self.data[off : off + buf.size] = buf
+        if self.unwritten is not None:
+            self.unwritten[off : off + buf.size] = False
 
     def read(self, addr: int, n: int) -> bytes:
         off = self._offset(addr, n)
@@ -97,6 +115,24 @@ class Memory:
     def memset(self, addr: int, value: int, n: int) -> None:
         off = self._offset(addr, n)
         self.data[off : off + n] = value & 0xFF
+        if self.unwritten is not None:
+            self.unwritten[off : off + n] = False
+
+    def unwritten_lanes(self, addr: np.ndarray, size: int) -> np.ndarray | None:
+        """Which lanes' [addr, addr+size) include a byte nothing wrote (None: none do)."""
+        if self.unwritten is None or addr.size == 0:
+            return None
+        off = addr.astype(np.int64) - BASE
+        bad = np.zeros(addr.shape, dtype=bool)
+        for k in range(size):
+            bad |= self.unwritten[off + k]
+        return bad if bad.any() else None
+
+    def wrote(self, addr: np.ndarray, size: int) -> None:
+        if self.unwritten is not None and addr.size:
+            off = addr.astype(np.int64) - BASE
+            for k in range(size):
+                self.unwritten[off + k] = False
 
     def allocation_at(self, addr: int) -> Allocation | None:
         i = bisect.bisect_right(self._starts, int(addr)) - 1

@@ -333,6 +333,9 @@ def _residual_div(a, b, s, lanes):
         p, pe = two_product(np.where(ok, s, 0.0), np.where(ok, b, 0.0))
         res = (np.where(ok, a, 0.0) - p) - pe
         e = np.where(ok, res / np.where(ok, b, 1.0), 0.0)
+        # res / b can underflow to 0 beside a subnormal quotient: keep at least its sign
+        lost = ok & (res != 0) & (e == 0)
+        e = np.where(lost, np.copysign(5e-324, res) * np.sign(b), e)
     return e, ok
 
 

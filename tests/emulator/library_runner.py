@@ -72,6 +72,8 @@ def run_kernel(name: str, n: int, seed: int = 0, ptx: str | None = None,
             a = np.zeros(length, dt)
         addr = mem.alloc(a.nbytes, p["name"])
         mem.write(addr, a.tobytes())
+        if p["role"] == "out":  # poisoned, and a read of it before a write is a finding
+            mem.mark_unwritten(addr, a.nbytes)
         arrays[p["name"]], ptrs[p["name"]] = a, addr
         params.append(int(addr).to_bytes(8, "little"))
     launch = spec["launch"]
@@ -79,7 +81,9 @@ def run_kernel(name: str, n: int, seed: int = 0, ptx: str | None = None,
     block = [exprs.evaluate_int(x, env) for x in exprs.split_dims(str(launch["block"]))]
     shared = exprs.evaluate_int(str(launch.get("shared", "0")), env)
     t0 = time.perf_counter()
-    res = emulator.launch(module, spec["kernel"], grid, block, shared, params, mem, budget)
+    res = emulator.launch(
+        module, entry_name(module, spec["kernel"]), grid, block, shared, params, mem, budget
+    )
     secs = time.perf_counter() - t0
     if res.hang:
         return Run(name, n, False, f"hang: {res.hang_where}", res, secs)
@@ -112,6 +116,14 @@ def run_kernel(name: str, n: int, seed: int = 0, ptx: str | None = None,
                 problems.append(f"input {p['name']} was changed")
     ok = not problems
     return Run(name, n, ok, "; ".join(problems) or "ok", res, secs)
+
+
+def entry_name(module: emulator.EmuModule, kernel: str) -> str:
+    """The spec's kernel in the module: its own name, or nvcc's mangled one (_Z7vec_add…)."""
+    if kernel in module.kernels:
+        return kernel
+    mangled = [k for k in module.kernels if f"{len(kernel)}{kernel}" in k]
+    return mangled[0] if len(mangled) == 1 else kernel
 
 
 def _role(spec: dict, name: str) -> str:

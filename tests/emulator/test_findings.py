@@ -3,6 +3,8 @@ where one exists (the same kernel fixed must give no finding)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -206,3 +208,32 @@ def test_refused_before_launch_with_line(text, what):
 def test_bad_ptx_is_refused_not_a_traceback(junk):
     with pytest.raises(emulator.Refused):
         emulator.load(junk)
+
+
+PLANTED = Path(__file__).resolve().parents[1] / "data" / "sanitizer" / "planted"
+
+
+@pytest.mark.parametrize(
+    "file,kernel,kind,line",
+    [
+        ("missing_barrier.ptx", "swap_warps_no_barrier", "shared-race", 47),
+        ("missing_barrier.ptx", "swap_warps", None, None),
+        ("shared_oob.ptx", "stencil_no_halo", "out-of-bounds", 48),
+        ("shared_oob.ptx", "index_scaled_twice", "out-of-bounds", 88),
+        ("uninit_read.ptx", "max_into_out", "uninitialized-global", 38),
+    ],
+)
+def test_planted_sanitizer_kernels(file, kernel, kind, line):
+    """The kernels planted for compute-sanitizer give the emulator's finding on the same line."""
+    module = emulator.load((PLANTED / file).read_text())
+    n = 1024
+    mem = emulator.Memory()
+    x = mem.alloc(4 * n, "x")
+    y = mem.alloc(4 * n, "y", initialized=False)
+    mem.write(x, np.arange(n, dtype=np.float32).tobytes())
+    params = [_ptr(x), _ptr(y), n.to_bytes(4, "little")]
+    res = emulator.launch(module, kernel, n // 256, 256, 0, params, mem)
+    if kind is None:
+        assert res.findings == []
+    else:
+        assert (res.findings[0].kind, res.findings[0].line) == (kind, line), res.findings

@@ -221,3 +221,34 @@ def test_fast_rounding_paths_agree_with_the_generic_one(fmt_name, rnd):
     assert same.all(), list(
         zip(s[~same][:3], e[~same][:3], got[~same][:3], want[~same][:3], strict=True)
     )
+
+
+@pytest.mark.parametrize("op", ["mul", "fma", "div", "add"])
+@pytest.mark.parametrize("rnd", MODES)
+def test_f64_extreme_exponents_against_rationals(op, rnd):
+    """Results in the subnormal range and near overflow, where TwoProduct's error term
+    cannot be exact and the rational fallback has to take over."""
+    rng = np.random.default_rng(hash((op, rnd)) % 2**32)
+    n = 120
+    sig = lambda: rng.integers(2**52, 2**53, n, dtype=np.int64).astype(np.float64) * 2.0**-52  # noqa: E731
+    sign = lambda: rng.choice([-1.0, 1.0], n)  # noqa: E731
+    half = n // 2
+    ea = np.concatenate([rng.integers(-540, -500, half), rng.integers(500, 520, n - half)])
+    eb = np.concatenate([rng.integers(-560, -520, half), rng.integers(490, 505, n - half)])
+    if op == "div":
+        eb = -eb
+    if op == "add":  # subnormal sums and near-max sums
+        ea = np.concatenate([rng.integers(-1074, -1020, half), rng.integers(1020, 1023, n - half)])
+        eb = ea - rng.integers(0, 60, n)
+    a, b = np.ldexp(sig(), ea) * sign(), np.ldexp(sig(), eb) * sign()
+    c = np.ldexp(sig(), rng.integers(-1074, -1000, n)) * sign()
+    args = {"add": (a, b), "mul": (a, b), "div": (a, b), "fma": (a, b, c)}[op]
+    got = {"add": fp.add, "mul": fp.mul, "div": fp.div, "fma": fp.fma}[op](*args, rnd=rnd)
+    bad = []
+    for i in range(n):
+        if not all(np.isfinite(x[i]) for x in args):
+            continue
+        want = _oracle(op, [x[i] for x in args], "f64", rnd)
+        if f64_bits(float(got[i])) != f64_bits(want):
+            bad.append(([float(x[i]) for x in args], float(got[i]), want))
+    assert not bad, bad[:3]
