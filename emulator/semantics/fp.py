@@ -104,6 +104,8 @@ def _to_fraction(x: float) -> Fraction:
 def _round_fraction_f64(v: Fraction, mode: str) -> float:
     """A rational rounded to float64 with ``mode`` (Python's int division is correctly
     rounded to nearest; the directed modes step one ulp where needed)."""
+    if v == 0:  # only a cancelling sum gets here: IEEE 754 6.3 gives -0 under .rm, else +0
+        return -0.0 if mode == "rm" else 0.0
     neg = v < 0
     try:
         f = v.numerator / v.denominator

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from library_runner import LIBRARY, ROOT, run_kernel, spec_of  # noqa: E402
+from library_runner import LIBRARY, ROOT, run_kernel, spec_of
 
-from ptxls.toolchain.discovery import all_tools, cuda_include_dirs  # noqa: E402
+from ptxls.toolchain.discovery import all_tools, cuda_include_dirs
 
 NVCC = all_tools("nvcc")
 # hgemm_wgmma's reference needs sm_90a and is wgmma: refused like its PTX
