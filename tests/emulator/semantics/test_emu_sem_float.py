@@ -244,6 +244,7 @@ def test_f64_extreme_exponents_against_rationals(op, rnd):
     c = np.ldexp(sig(), rng.integers(-1074, -1000, n)) * sign()
     if op == "fma":  # exact cancellations whose product underflows TwoProduct: the zero's sign
         k = n // 6
+        a[:k] = np.ldexp(sig()[:k], rng.integers(60, 100, k))
         b[:k] = 1e-323 * sign()[:k]
         c[:k] = -(a[:k] * b[:k])
     args = {"add": (a, b), "mul": (a, b), "div": (a, b), "fma": (a, b, c)}[op]
