@@ -33,13 +33,22 @@ Modules
   integer    add sub add_cc sub_cc mul mad mul24 mad24 div rem sad imin imax iabs ineg
              dp4a dp2a  (+ dtype_of, as_type, width, signed)
   bits       shl shr shf popc clz bfind brev bfe bfi prmt lop3
-  half       f16/bf16 scalar and x2 arithmetic (add sub mul fma min max neg abs), pack/unpack
-  cvt        cvt(x, dst, src, rnd, ftz, sat, relu) for every allowed pair, cvt_pack_x2
-  approx     ex2 lg2 rcp_approx rsqrt sqrt_approx sin cos tanh (f32 / f16 / bf16 / x2); bounds
-             in emulator/semantics/README.md
-  warp       shfl vote match redux over [nwarps, 32] arrays with member masks
-  mma        mma_sync m16n8k16/m16n8k8/m8n8k4 fragments, ldmatrix
-  atomic     atom_op(op, old, operand, type, ...) → new value (the engine serialises lanes)
+  half       add sub mul fma hmin hmax hneg habs setp for "f16" "bf16" "f16x2" "bf16x2"
+  cvt        cvt(x, dst, src, rnd, ftz, sat, relu, satfinite) for every allowed pair;
+             cvt_pack_x2 (a → upper half), cvt_f16x2_to_fp8x2, cvt_unpack_fp8x2
+  approx     ex2 lg2 rcp_approx rsqrt sqrt_approx sin cos tanh (f32; f64 rcp/rsqrt; f16/bf16
+             and x2 from the H200's tables); bounds in emulator/semantics/README.md
+  warp       shfl vote match redux activemask over [nwarps, 32] arrays; ``active`` = the
+             lanes executing, ``membermask`` the instruction's operand; shfl also returns
+             the lanes that read an absent lane (for a finding)
+  mma        mma_sync(shape, a, b, c, atype, btype, ctype, dtype) on [nwarps, 32, nregs]
+             registers; ldmatrix(rows, num, trans) on the 16 bytes read at each lane's
+             address; layout(shape, operand, etype) gives the ISA's (row, col) per element
+  atomic     atom_op(op, old, operand, type, c=None) → new memory value (the engine
+             serialises lanes that share an address; the thread's result is ``old``)
+
+Integer division by zero, NaN encodings and similar choices the ISA leaves open follow the
+H200 (README.md, "What the H200 settled").
 
 NaN, inf and out-of-range lanes are ordinary inputs: the float functions run under
 ``np.errstate(all="ignore")`` and never warn.
