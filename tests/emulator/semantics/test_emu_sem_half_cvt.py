@@ -208,6 +208,16 @@ def test_cvt_float_to_int_rounding_and_saturation():
     assert cvt.cvt(d, "s32", "f32", "rmi", ftz=True).tolist() == [0]
 
 
+def test_cvt_half_sources_to_int_and_float():
+    h = np.array([0x4100, 0xC100, 0x7C00, 0x7E00, 0x0001], dtype=np.uint16)  # 2.5 -2.5 inf NaN tiny
+    assert cvt.cvt(h, "s32", "f16", "rni").tolist() == [2, -2, 2**31 - 1, 0, 0]
+    assert cvt.cvt(h, "u8", "f16", "rpi").tolist() == [3, 0, 255, 0, 1]
+    f = cvt.cvt(h, "f32", "f16")
+    assert f[:3].tolist() == [2.5, -2.5, np.inf] and np.isnan(f[3]) and f[4] == np.float32(2.0**-24)
+    assert cvt.cvt(np.uint16([0x4049]), "f32", "bf16").tolist() == [np.float32(3.140625)]
+    assert cvt.cvt(h[:2], "f16", "f16", "rzi").tolist() == [0x4000, 0xC000]  # cvt.rzi.f16.f16
+
+
 def test_cvt_int_to_int_wrap_and_sat():
     x = np.array([300, -5, 70000, -40000], dtype=np.int32)
     assert cvt.cvt(x, "u8", "s32").tolist() == [44, 251, 112, 192]
