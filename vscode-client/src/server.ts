@@ -200,7 +200,7 @@ export class ServerManager implements vscode.Disposable {
     const problem =
       `no ptxls environment yet. "${CREATE_LABEL}" makes one (Python 3.11+, the internet once), ` +
       `or select an interpreter that has ptxls.`;
-    this.statusBar.failed(problem);
+    this.statusBar.needsSetup(problem);
     void this.offerFix(problem, true, true);
     return undefined;
   }

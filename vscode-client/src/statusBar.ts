@@ -34,6 +34,11 @@ export class StatusBar implements vscode.Disposable {
     this.set("$(check) ptxls", "ptxls: language server running");
   }
 
+  // The expected first run: no environment with ptxls yet. Not an error (no red item).
+  needsSetup(reason: string): void {
+    this.set("$(info) ptxls: set up", `ptxls: ${reason}\n\nClick to show the output.`);
+  }
+
   failed(reason: string): void {
     this.set("$(error) ptxls", `ptxls: the language server is not running — ${reason}\n\nClick to show the output.`);
     this.item.backgroundColor = new vscode.ThemeColor("statusBarItem.errorBackground");
