@@ -124,7 +124,7 @@ def compare(
 
 
 def _max_abs_finite(dt: DType, raw: np.ndarray) -> float:
-    values = to_float64(dt, raw) if dt.name == "bf16" else raw
+    values = to_float64(dt, raw) if dt.decode is not None else raw
     with np.errstate(invalid="ignore"):
         m = np.nanmax(np.abs(np.where(np.isfinite(values), values, np.nan))) if len(values) else 0.0
     return 0.0 if np.isnan(m) else float(m)

@@ -7,6 +7,7 @@ float32 by a shift when values are needed. Everything else maps onto a numpy dty
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,31 +23,71 @@ class DType:
     rtol: float  # default relative tolerance against a float64 (or nvcc) reference
     cuda_names: tuple[str, ...]  # C/CUDA spellings that map here
     ptx_types: tuple[str, ...]  # PTX .param types a scalar of this type is passed as
+    # For a type numpy has no dtype for (bf16), held as its bit pattern in ``storage``: float32
+    # values -> bits, bits -> float32 values, and the bits of the poison (a NaN no arithmetic
+    # produces). None for the rest, which numpy holds as themselves.
+    encode: Callable[[np.ndarray], np.ndarray] | None = None
+    decode: Callable[[np.ndarray], np.ndarray] | None = None
+    poison_bits: int | None = None
 
     @property
     def itemsize(self) -> int:
         return np.dtype(self.storage).itemsize
 
 
-# How each C type of ptxls.frontend.c_types is held on the host, and its default tolerance.
+def bf16_to_f32(bits: np.ndarray) -> np.ndarray:
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def f32_to_bf16(values: np.ndarray) -> np.ndarray:
+    """Round to nearest even, as __float2bfloat16 does (NaN stays NaN)."""
+    u = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
+    out = rounded.astype(np.uint16)
+    nan = np.isnan(values)
+    out[nan] = 0x7FC0
+    return out
+
+
+@dataclass(frozen=True)
+class _Host:
+    storage: str
+    rtol: float
+    encode: Callable[[np.ndarray], np.ndarray] | None = None
+    decode: Callable[[np.ndarray], np.ndarray] | None = None
+    poison_bits: int | None = None
+
+
+# How each C type of ptxls.frontend.c_types is held on the host, and its default tolerance: the
+# one row a new element type adds here (its C names and widths are its row in c_types).
 # f16/bf16 kernels often compute in f32 and round once; a few ulps is still right.
 _HOST = {
-    "f64": ("float64", 1e-12),
-    "f32": ("float32", 1e-5),
-    "f16": ("float16", 2e-3),
-    "bf16": ("uint16", 1.6e-2),
-    "i64": ("int64", 0.0),
-    "u64": ("uint64", 0.0),
-    "i32": ("int32", 0.0),
-    "u32": ("uint32", 0.0),
-    "i16": ("int16", 0.0),
-    "u16": ("uint16", 0.0),
-    "i8": ("int8", 0.0),
-    "u8": ("uint8", 0.0),
+    "f64": _Host("float64", 1e-12),
+    "f32": _Host("float32", 1e-5),
+    "f16": _Host("float16", 2e-3),
+    "bf16": _Host("uint16", 1.6e-2, f32_to_bf16, bf16_to_f32, 0x7FC1),
+    "i64": _Host("int64", 0.0),
+    "u64": _Host("uint64", 0.0),
+    "i32": _Host("int32", 0.0),
+    "u32": _Host("uint32", 0.0),
+    "i16": _Host("int16", 0.0),
+    "u16": _Host("uint16", 0.0),
+    "i8": _Host("int8", 0.0),
+    "u8": _Host("uint8", 0.0),
 }
 
 DTYPES: dict[str, DType] = {
-    c.name: DType(c.name, _HOST[c.name][0], c.is_float, _HOST[c.name][1], c.c_names, c.ptx_types)
+    c.name: DType(
+        c.name,
+        (h := _HOST[c.name]).storage,
+        c.is_float,
+        h.rtol,
+        c.c_names,
+        c.ptx_types,
+        h.encode,
+        h.decode,
+        h.poison_bits,
+    )
     for c in C_TYPES.values()
 }
 
@@ -65,31 +106,17 @@ def from_cuda(type_name: str) -> DType | None:
     return DTYPES[found.name] if found else None
 
 
-def bf16_to_f32(bits: np.ndarray) -> np.ndarray:
-    return (bits.astype(np.uint32) << 16).view(np.float32)
-
-
-def f32_to_bf16(values: np.ndarray) -> np.ndarray:
-    """Round to nearest even, as __float2bfloat16 does (NaN stays NaN)."""
-    u = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
-    out = rounded.astype(np.uint16)
-    nan = np.isnan(values)
-    out[nan] = 0x7FC0
-    return out
-
-
 def to_float64(dt: DType, raw: np.ndarray) -> np.ndarray:
     """Values as float64 for references and error measures (ints too: they fit)."""
-    if dt.name == "bf16":
-        return bf16_to_f32(raw).astype(np.float64)
+    if dt.decode is not None:
+        return dt.decode(raw).astype(np.float64)
     return raw.astype(np.float64)
 
 
 def from_float64(dt: DType, values: np.ndarray) -> np.ndarray:
     """Round float64 reference values to the storage type (ints wrap like C casts do)."""
-    if dt.name == "bf16":
-        return f32_to_bf16(values.astype(np.float32))
+    if dt.encode is not None:
+        return dt.encode(values.astype(np.float32))
     if dt.is_float:
         return values.astype(dt.storage)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -99,8 +126,8 @@ def from_float64(dt: DType, values: np.ndarray) -> np.ndarray:
 def poison(dt: DType, count: int) -> np.ndarray:
     """What an output holds before the launch: NaN for floats, 0xA5 bytes for integers. An
     element still equal to this afterwards was not written."""
-    if dt.name == "bf16":
-        return np.full(count, 0x7FC1, dtype=np.uint16)  # a NaN no arithmetic produces
+    if dt.poison_bits is not None:
+        return np.full(count, dt.poison_bits, dtype=dt.storage)
     if dt.is_float:
         return np.full(count, np.nan, dtype=dt.storage)
     return np.full(count * dt.itemsize, 0xA5, dtype=np.uint8).view(dt.storage)
@@ -115,8 +142,8 @@ def random_values(dt: DType, count: int, rng: np.random.Generator) -> np.ndarray
         v = rng.random(count, dtype=draw)
         v *= 2
         v -= 1
-        if dt.name == "bf16":
-            return f32_to_bf16(v)
+        if dt.encode is not None:
+            return dt.encode(v)
         return v.astype(dt.storage, copy=False)
     info = np.iinfo(dt.storage)
     lo, hi = max(info.min, -100), min(info.max, 100)

@@ -84,10 +84,8 @@ class Buffer:
 
 def scalar_arg(p: ParamSpec, value) -> np.ndarray:
     dt = DTYPES[p.dtype]
-    if dt.name == "bf16":
-        from .dtypes import f32_to_bf16
-
-        return f32_to_bf16(np.array([value], np.float32))
+    if dt.encode is not None:
+        return dt.encode(np.array([value], np.float32))
     if dt.is_float:
         return np.array([value], dtype=dt.storage)
     return np.array([int(value)], dtype=np.int64).astype(dt.storage)
