@@ -59,6 +59,11 @@ BENCHMARKS = [
               "what the restricted `ref:` evaluator refuses and how fast"),
     Benchmark("emulator-coverage", "python bench/emulator_coverage.py",
               "which library and example kernels the CPU emulator runs, and its verdicts"),
+    Benchmark("eval", "python bench/eval_validation.py; bash bench/eval_h200.sh all",
+              "`ptxls eval`: scripted models scored; nvcc's and Triton's PTX of the suite on the "
+              "GPU; local runner vs Ray", "cpu, h200"),
+    Benchmark("eval-overhead", "python bench/eval_overhead.py",
+              "`ptxls eval`'s own cost per sample, and a flaky endpoint against a clean one"),
     Benchmark("gpu-tests", "bash bench/gpu_tests.sh",
               "every GPU-marked test, doctor, demo and the CLI on the H200", "h200"),
     Benchmark("gputest-latency", "python bench/gputest_latency.py (in bench/gpu_h200.sh)",

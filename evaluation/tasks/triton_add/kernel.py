@@ -1,3 +1,5 @@
+"""ptxls eval task triton_add (Triton source): c = a + b."""
+
 import triton
 import triton.language as tl
 

@@ -1,3 +1,5 @@
+"""ptxls eval task triton_relu (Triton source): y = max(x, 0)."""
+
 import triton
 import triton.language as tl
 

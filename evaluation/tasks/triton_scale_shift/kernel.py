@@ -1,3 +1,5 @@
+"""ptxls eval task triton_scale_shift (Triton source): y = 2 x + 0.5."""
+
 import triton
 import triton.language as tl
 

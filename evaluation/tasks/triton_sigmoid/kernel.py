@@ -1,3 +1,5 @@
+"""ptxls eval task triton_sigmoid (Triton source): y = sigmoid(x)."""
+
 import triton
 import triton.language as tl
 
