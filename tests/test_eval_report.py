@@ -40,3 +40,54 @@ def test_a_baseline_run_then_a_comparison(tmp_path):
     assert html.count("<svg") >= 1 and "pass@k per family" in html
     assert "http://" not in html and "https://" not in html and "<script" not in html
     assert "row_argmax_f32" in html
+
+
+def test_a_run_stopped_by_ctrl_c_resumes_where_it_stopped(tmp_path):
+    """A real interruption: SIGINT to `ptxls eval` once two samples are recorded, then the same
+    command again — only the samples without a record ask the model."""
+    import os
+    import signal
+    import time
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    from eval_scripted_models import nvcc_ptx, responder, suite_tasks
+
+    from scripted_llm import ScriptedLLM
+
+    tasks = ["relu_f32", "axpy_f32"]
+    answer = responder(nvcc_ptx(suite_tasks(tasks)))
+
+    def slow(body, i):
+        step = answer(body, i)
+        step.delay = 0.4  # each reply takes a while, so the run is caught in the middle
+        return step
+
+    run_dir = tmp_path / "run"
+    args = [sys.executable, "-m", "ptxls.cli.main", "eval", "--no-baselines", "--tasks",
+            ",".join(tasks), "--samples", "3", "--concurrency", "1", "--candidates", "1",
+            "--run-dir", str(run_dir), "--device", "none", "-q"]  # fmt: skip
+    with ScriptedLLM(slow) as server:
+        env = dict(os.environ, OPENAI_BASE_URL=server.base_url, PTXLS_MODEL="scripted-model",
+                   OPENAI_API_KEY="sk-interrupt-test-0123456789", PTXLS_LLM_STREAM="false")  # fmt: skip
+        proc = subprocess.Popen(
+            args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        deadline = time.monotonic() + 120
+        while len(list(run_dir.glob("samples/*/*.json"))) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+        assert proc.returncode == 130
+        kept = sorted(p.name for p in run_dir.glob("samples/*/*.json"))
+        assert 2 <= len(kept) < 6
+        for p in run_dir.glob("samples/*/*.json"):
+            json.loads(p.read_text())  # whole records only, never a torn one
+        asked = len(server.chat_requests)
+        again = subprocess.run(args + ["--out", str(tmp_path / "r.json")], env=env,
+                               capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert again.returncode == 0, again.stderr
+        # one request per sample still to do (a sample cut mid-request asks again)
+        assert len(server.chat_requests) - asked == 6 - len(kept)
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["summary"]["llm"]["passed_samples"] == 6
+    assert doc["info"]["skipped"] == len(kept)

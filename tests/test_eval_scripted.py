@@ -82,6 +82,11 @@ async def test_a_model_answering_nvccs_ptx_scores_100_percent(tmp_path, ptx_by_k
     for rec in doc["records"]:
         if rec["row"] == "llm":
             assert (tmp_path / rec["transcript"]).is_file()
+    # and the API key is in none of the run's files
+    key = settings.api_key
+    for f in tmp_path.rglob("*"):
+        if f.is_file():
+            assert key not in f.read_text(errors="replace"), f
 
 
 PLANTED = {
