@@ -155,6 +155,13 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         print(f"ptxls test: {unknown}", file=sys.stderr)
         return EXIT_CANNOT_RUN
+    if path.suffix == ".ptx" and not args.ref:
+        from ptxls.gputest.pairing import refused_companions
+
+        # NAME.cu or a sidecar beside it that links out of the project or is no regular file
+        if refused := refused_companions(str(path)):
+            print("ptxls test: " + "; ".join(refused), file=sys.stderr)
+            return EXIT_CANNOT_RUN
     from . import sanitize
 
     if sanitize.wanted(args):

@@ -10,6 +10,8 @@ that disagrees with the ABI would launch garbage.
 from __future__ import annotations
 
 import dataclasses
+import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +19,7 @@ from pathlib import Path
 from ptxls.frontend.c_types import ptx_type_bits
 from ptxls.frontend.cuda import find_kernels
 from ptxls.frontend.ptx import find_entries, provenance_source
+from ptxls.toolchain.safe_read import UnreadableFile, read_regular_file
 
 from . import annotations
 from .cuda_source import infer_spec
@@ -60,7 +63,8 @@ def infer_spec_from_cuda(
 
 
 def sidecar_path(source_path: str | None) -> Path | None:
-    """``kernels.ptx`` → ``kernels.ptx.gputest``, else ``kernels.gputest``."""
+    """``kernels.ptx`` → ``kernels.ptx.gputest``, else ``kernels.gputest`` (a regular file in
+    the source's project: ``companion``)."""
     if not source_path:
         return None
     p = Path(source_path)
@@ -68,7 +72,7 @@ def sidecar_path(source_path: str | None) -> Path | None:
         p.with_name(p.name + annotations.SIDECAR_SUFFIX),
         p.with_suffix(annotations.SIDECAR_SUFFIX),
     ):
-        if candidate.is_file():
+        if companion(candidate, source_path) is not None:
             return candidate
     return None
 
@@ -77,7 +81,51 @@ def _sidecar(spec, source_path, kernel):
     side = sidecar_path(source_path)
     if side is None:
         return spec, []
-    return annotations.apply_sidecar(spec, side.read_text(errors="replace"), kernel, str(side))
+    try:
+        text = read_regular_file(side, MAX_COMPANION_BYTES)
+    except UnreadableFile as e:
+        return spec, [SpecProblem(str(e))]
+    return annotations.apply_sidecar(spec, text, kernel, str(side))
+
+
+# A paired .cu, a .gputest sidecar: source text, not data (the library's largest is 20 KB).
+MAX_COMPANION_BYTES = 4 << 20
+
+
+def companion(candidate: Path, source_path: str) -> Path | None:
+    """``candidate`` (a file found by its name beside ``source_path``) resolved, when it may be
+    read: inside the source's project, as a ``// source:`` path must be (symlinks followed: a
+    ``k.cu`` that links to ``~/.ssh/id_rsa`` or ``/proc/self/pagemap`` is not), a regular file,
+    at most ``MAX_COMPANION_BYTES``. Else None; ``refused_companions`` says why."""
+    return None if _companion_problem(candidate, source_path) else candidate.resolve()
+
+
+def _companion_problem(candidate: Path, source_path: str) -> str | None:
+    if not os.path.lexists(candidate):
+        return "missing"
+    try:
+        real = candidate.resolve()
+        st = real.stat()
+    except (OSError, RuntimeError) as e:  # a dangling or looping link
+        return f"{candidate.name} cannot be read ({e})"
+    root = _folders_up_to_project_root(Path(source_path).resolve().parent)[-1]
+    if not real.is_relative_to(root):
+        return f"{candidate.name} leads outside the project ({real}): not read"
+    if not stat.S_ISREG(st.st_mode) or str(real).startswith(("/proc/", "/sys/", "/dev/")):
+        return f"{candidate.name} is not a regular file ({real}): not read"
+    if st.st_size > MAX_COMPANION_BYTES:
+        return f"{candidate.name} has {st.st_size} bytes (a paired file: at most {MAX_COMPANION_BYTES})"
+    return None
+
+
+def refused_companions(ptx_path: str) -> list[str]:
+    """What is wrong with the files found by name beside ``ptx_path`` (NAME.cu, the sidecars)
+    that exist and may not be read; empty when there is nothing to say."""
+    p = Path(ptx_path)
+    names = [p.with_suffix(".cu"), p.with_name(p.name + annotations.SIDECAR_SUFFIX),
+             p.with_suffix(annotations.SIDECAR_SUFFIX)]  # fmt: skip
+    found = [_companion_problem(c, ptx_path) for c in names if c != p]
+    return [why for why in found if why and why != "missing"]
 
 
 # A folder holding one of these is a project's root: the provenance header's search stops there.
@@ -106,7 +154,7 @@ def paired_cuda_path(ptx_text: str, ptx_path: str | None) -> Path | None:
             if candidate.is_relative_to(root) and candidate.is_file():
                 return candidate
     beside = Path(ptx_path).with_suffix(".cu")
-    return beside if beside.is_file() else None
+    return companion(beside, ptx_path) if beside != Path(ptx_path) else None
 
 
 def _folders_up_to_project_root(here: Path) -> list[Path]:
@@ -141,8 +189,14 @@ def spec_for_ptx(
     pair_lacks_it = ""
     if reference_cuda is None:
         pair = paired_cuda_path(ptx_text, ptx_path)
+        refused = refused_companions(ptx_path) if ptx_path else []
+        if refused and pair is None:
+            return SpecResolution(None, [SpecProblem(why) for why in refused])
         if pair is not None:
-            text = pair.read_text(errors="replace")
+            try:
+                text = read_regular_file(pair, MAX_COMPANION_BYTES)
+            except UnreadableFile as e:
+                return SpecResolution(None, [SpecProblem(str(e))])
             if any(k.name == kernel for k in find_kernels(text)):
                 reference_cuda, reference_path = text, str(pair)
             else:  # found by its name, not asked for: a .cu that is not this kernel's source

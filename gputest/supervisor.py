@@ -21,6 +21,9 @@ from dataclasses import dataclass, field
 from ptxls.toolchain import reaper
 from ptxls.toolchain.isolated import private_cwd, python_command
 
+# Every worker process started here and not yet reaped: the server's exit kills them at once.
+_live: dict[int, tuple[asyncio.subprocess.Process, bool]] = {}
+
 START_TIMEOUT_S = 60.0  # interpreter + cuInit + context: ~0.8 s on the H200, more on a busy box
 
 
@@ -46,6 +49,16 @@ def default_command(device: str = "gpu", environ: dict[str, str] | None = None) 
     python = env.get("PTXLS_GPU_PYTHON") or sys.executable
     extra = ("--device", "cpu") if device == "cpu" else ()
     return python_command("ptxls.gputest.worker", *extra, python=python, environ=env)
+
+
+def kill_workers_now() -> None:
+    """SIGKILL every worker (and a sanitizer's whole group) without waiting: ``exit`` must not
+    wait for a kernel to finish."""
+    for pid, (proc, group) in list(_live.items()):
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+                os.killpg(pid, signal.SIGKILL) if group else proc.kill()
+        _live.pop(pid, None)
 
 
 class Supervisor:
@@ -81,6 +94,7 @@ class Supervisor:
             start_new_session=self.own_process_group,
             cwd=private_cwd(),  # never the user's folder (toolchain/isolated.py)
         )
+        _live[self.proc.pid] = (self.proc, self.own_process_group)
         # A killed server's watcher ends the worker too (toolchain/reaper.py).
         if self.own_process_group:
             reaper.watch_group(self.proc.pid)
@@ -111,6 +125,7 @@ class Supervisor:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(proc.wait(), 10)
         (reaper.forget_group if self.own_process_group else reaper.forget_pid)(proc.pid)
+        _live.pop(proc.pid, None)
         if self._stderr_task:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._stderr_task, 2)

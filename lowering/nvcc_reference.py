@@ -11,6 +11,7 @@ header says so.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass, field
 
@@ -101,7 +102,7 @@ async def _lower_version(ptx: str, arch: str, ptxas_path: str | None) -> tuple[s
     if have is None:
         return ptx, None
     try:
-        tool = find_ptxas(ptxas_path)
+        tool = await asyncio.to_thread(find_ptxas, ptxas_path)  # may probe
     except ToolNotFound:
         return ptx, None
     target = await choose_target(arch, ptxas_path=ptxas_path)  # the loop's cached answer
@@ -139,7 +140,7 @@ async def lower_with_nvcc(
 ) -> NvccLowering:
     """Compile ``cu_text`` with nvcc to PTX. Compile errors are data in the result's message."""
     try:
-        nvcc = find_nvcc(nvcc_path)
+        nvcc = await asyncio.to_thread(find_nvcc, nvcc_path)  # may probe: never on the loop
     except ToolNotFound as e:
         return NvccLowering(False, message=str(e))
     try:

@@ -8,6 +8,7 @@ next to the CUDA it came from (the same view godbolt gives, in the editor).
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,7 +81,7 @@ async def show_ptx(
     if file_path and file_path.endswith(".py"):
         return await show_triton_ptx(cu_text, kernel, file_path, arch, timeout)
     try:
-        nvcc = find_nvcc(nvcc_path)
+        nvcc = await asyncio.to_thread(find_nvcc, nvcc_path)  # may probe: never on the loop
     except ToolNotFound as e:
         return ShownPtx(False, message=str(e))
     try:

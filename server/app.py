@@ -34,10 +34,12 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
 from ptxls.toolchain.discovery import set_probe_timeout
 
+from .inflight import InFlight
 from .settings import Settings, settings_from_dict
 from .store import DiagnosticStore
 from .uris import find_document
@@ -88,6 +90,7 @@ class PtxlsServer(LanguageServer):
         self.client_applies_trust = False  # the client filters workspace settings by trust
         self.user_settings: dict = {}  # the ptxls section of initializationOptions
         self._feature_states: dict[type, object] = {}
+        self.inflight = InFlight()  # commands running now (cancel, replace, stop at shutdown)
 
     def state(self, kind: type[State]) -> State:
         """The feature state of type ``kind`` (a dataclass the feature module declares), made
@@ -163,9 +166,20 @@ class PtxlsServer(LanguageServer):
 
         def decorate(handler):
             async def presented(ls: PtxlsServer, *args):  # named ls: pygls passes the server
-                result = handler(ls, *args)
-                if inspect.isawaitable(result):
-                    result = await result
+                # Cancellable by $/cancelRequest, replaced by the same request again, stopped at
+                # shutdown (inflight.py); cancelling reaches the command's processes.
+                task, key = ls.inflight.begin(command_name, args)
+                try:
+                    result = handler(ls, *args)
+                    if inspect.isawaitable(result):
+                        result = await result
+                except asyncio.CancelledError:
+                    if task is None or task not in ls.inflight.superseded:
+                        raise
+                    result = {"ok": False, "status": "cancelled",
+                              "summary": f"{command_name}: replaced by a newer request"}  # fmt: skip
+                finally:
+                    ls.inflight.end(task, key)
                 ls.present_result(result)
                 return result
 
@@ -219,12 +233,28 @@ class PtxlsServer(LanguageServer):
         if now - self._error_times.get(key, 0.0) < 1.0:
             return
         self._error_times[key] = now
-        log.exception("internal error in %s", getattr(source, "__name__", source), exc_info=error)
+        if isinstance(error, JsonRpcException):  # the client's message was wrong: one line
+            log.error("%s: %s", getattr(source, "__name__", source), error)
+        else:
+            log.exception(
+                "internal error in %s", getattr(source, "__name__", source), exc_info=error
+            )
         self.log_message(
             f"ptxls internal error ({getattr(source, '__name__', source)}): "
             f"{type(error).__name__}: {error}",
             types.MessageType.Error,
         )
+
+    def stop_all_work(self) -> None:
+        """``shutdown``/``exit``: cancel every command and kill every tool and GPU worker now,
+        synchronously, so that the process can end within a second (the loop's teardown
+        waits for worker threads, and a thread draining a hung tool would hold it)."""
+        from ptxls.gputest.supervisor import kill_workers_now
+        from ptxls.toolchain.process import kill_all
+
+        self.inflight.cancel_all()
+        kill_all()
+        kill_workers_now()
 
     # -- documents -----------------------------------------------------------------------------
 
@@ -345,6 +375,28 @@ def run_server(verbose: bool = False) -> int:
     )
     if not verbose:
         logging.getLogger("pygls").setLevel(logging.WARNING)  # it logs every message at INFO
+    # A killed server leaves nothing of its own running: the watcher ends every tool and
+    # worker still registered when our end of its pipe closes (toolchain/reaper.py).
+    from ptxls.toolchain import reaper
+
+    reaper.enable()
     server = create_server()
     server.start_io()
-    return server.exit_code
+    _exit_now(server.exit_code)
+    return server.exit_code  # not reached
+
+
+def _exit_now(code: int) -> None:
+    """End the process as soon as the session is over: ``exit`` within a second. The cleanup
+    that matters (tools and workers killed, scratch folders removed) is in atexit handlers, run
+    here; the interpreter's own teardown of pygls, numpy and cuda-python afterwards took 0.8-1.3
+    s on a busy machine and has nothing to clean that the kernel does not."""
+    import atexit
+    import os
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    logging.shutdown()
+    os._exit(code)

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import json.decoder
+import json.scanner
 import logging
 import os
 import re
@@ -36,10 +38,14 @@ from typing import Any, BinaryIO
 from pygls.exceptions import JsonRpcException
 from pygls.io_ import StdoutWriter
 
+from .inflight import CURRENT_REQUEST
+from .large_documents import request_uri, size_if_too_large
+
 log = logging.getLogger("ptxls.transport")
 
 MAX_BODY_BYTES = 128 << 20  # a 100 MB .ptx still fits; 10**12 does not
 MAX_HEADER_LINE = 64 << 10
+LARGE_BODY_BYTES = 1 << 20  # parsed by _decode_large, which lets the event loop run meanwhile
 _CHUNK = 64 << 10
 _HEADER = re.compile(rb"Content-Length:[ \t]*(\d{1,20})[ \t]*\r?\n?$", re.IGNORECASE)
 
@@ -103,6 +109,20 @@ _PARSE_FAILED = object()
 _END = object()  # the end of input (a body may well be JSON null)
 
 
+def _decode_large(body: bytes):
+    """A large body, parsed by json's pure-Python scanner: the C one holds the GIL for the whole
+    document (a 32 MB JSON array kept the event loop from answering a hover for 0.6 s while this
+    reader thread parsed it); Python code lets the loop run every few milliseconds. Slower, and
+    only for bodies above LARGE_BODY_BYTES, which are no ordinary message."""
+    decoder = json.JSONDecoder()
+    decoder.scan_once = json.scanner.py_make_scanner(decoder)
+    text = body.decode("utf-8", errors="surrogatepass")
+    value, end = decoder.raw_decode(text, json.decoder.WHITESPACE.match(text, 0).end())
+    if text[end:].strip():
+        raise ValueError("extra data after the JSON value")
+    return value
+
+
 class MessageLoop:
     """Framing and JSON parsing run in a daemon thread (a blocked read of stdin must never keep
     the process alive after ``exit``, and parsing a 5 MB didOpen is no work for the event loop);
@@ -131,7 +151,13 @@ class MessageLoop:
                 loop.call_soon_threadsafe(queue.put_nowait, _END)
 
         threading.Thread(target=read_all, name="ptxls-stdin", daemon=True).start()
+        handled = 0
         while not stop.is_set():
+            handled += 1
+            if handled % 32 == 0:
+                # a burst (3,000 didOpens) is dispatched in order, but the work already started
+                # (an earlier hover, a check) gets the loop every 32 messages
+                await asyncio.sleep(0)
             item = await queue.get()
             if item is _END:
                 return
@@ -151,7 +177,7 @@ class MessageLoop:
             log.info("the input ended inside a message")
             return _END
         try:
-            return json.loads(body)
+            return json.loads(body) if length < LARGE_BODY_BYTES else _decode_large(body)
         except (ValueError, RecursionError):
             log.error("a message body is not JSON (%d bytes)", len(body))
             self._resync(body)
@@ -216,6 +242,13 @@ class MessageLoop:
             if is_request:
                 self.send_error(msg_id, INVALID_PARAMS, f"Invalid params for {_short(method)}")
             return
+        if is_request and isinstance(method, str) and method.startswith("textDocument/"):
+            uri = request_uri(data)
+            if uri is not None and size_if_too_large(self.server, uri) is not None:
+                # nothing is computed over a document above the size limit; null is a valid
+                # answer to every textDocument request (large_documents.py)
+                self.send_result(msg_id, None)
+                return
         if method == "initialize":
             if self.initialize_seen:
                 # pygls runs it again and builds a new workspace: every open document is
@@ -226,14 +259,25 @@ class MessageLoop:
                                     "Invalid Request: initialize was already received")  # fmt: skip
                 return
             self.initialize_seen = True
+        # The handler pygls starts for this request runs in a task that copies this context:
+        # it learns its request id, so $/cancelRequest can reach it (inflight.py).
+        token = CURRENT_REQUEST.set(msg_id if is_request else None)
         try:
+            if method in ("shutdown", "exit"):
+                self.server.stop_all_work()  # tools, workers and commands end now, not at exit
             self.protocol.handle_message(message)
+            if method == "$/cancelRequest":
+                params = data.get("params")
+                if isinstance(params, dict) and _is_id(params.get("id")):
+                    self.server.inflight.cancel_request(params["id"])
         except (SystemExit, KeyboardInterrupt):
             raise
         except Exception as e:  # a bug in a handler must not end the loop
             log.exception("could not handle %s", _short(method))
             if is_request:
                 self.send_error(msg_id, -32603, f"Internal error: {type(e).__name__}")
+        finally:
+            CURRENT_REQUEST.reset(token)
 
     def _out_of_turn(self, method: str | None, msg_id, is_request: bool) -> bool:
         """A message the LSP lifecycle does not allow now (before initialize, after shutdown)
@@ -270,6 +314,13 @@ class MessageLoop:
                 self.input.push_back(body[-k:])
                 return
 
+    def send_result(self, msg_id, result) -> None:
+        body = json.dumps({"jsonrpc": "2.0", "id": msg_id, "result": result}).encode()
+        try:
+            self.writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        except (BrokenPipeError, OSError, ValueError):
+            log.error("could not write to the client")
+
     def send_error(self, msg_id, code: int, message: str) -> None:
         payload = {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
         body = json.dumps(payload).encode()
@@ -302,9 +353,42 @@ def _short(text, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_EXCEPTION_LINE = re.compile(r"[A-Za-z_][\w.]*(?:Error|Exception|Group|Invalid\w*): .*")
+
+
+class OneLineTracebacks(logging.Filter):
+    """pygls logs a full traceback (a cattrs exception group: 30-60 lines) for every message
+    whose params do not decode and every invalid command; 1,596 such messages in a soak were
+    as many tracebacks on stderr. Their cause is the client's message, which the line already
+    names: the traceback is folded into that one line. Records of ptxls's own code keep theirs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith("pygls"):
+            return True
+        if record.exc_info:
+            exc = record.exc_info[1]
+            why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            record.msg, record.args = f"{record.getMessage()} ({_short(why, 200)})", ()
+            record.exc_info = record.exc_text = None
+        text = record.getMessage()
+        if "\n" in text:  # "Unable to deserialize message\n" + traceback.format_exc()
+            first, *rest = text.splitlines()
+            found = (_EXCEPTION_LINE.match(line.lstrip(" |+-")) for line in rest)
+            why = next((m.group(0) for m in found if m), "")
+            record.msg, record.args = f"{first} ({_short(why, 200)})" if why else first, ()
+        return True
+
+
+def fold_pygls_tracebacks() -> None:
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, OneLineTracebacks) for f in handler.filters):
+            handler.addFilter(OneLineTracebacks())
+
+
 def serve_stdio(server: Any, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> int:
     """Run the server over stdio until ``exit`` or the end of input; the process exit code (1
     for ``exit`` without ``shutdown``, per the LSP spec)."""
+    fold_pygls_tracebacks()
     stop = threading.Event()
     server._stop_event = stop
     writer = StdoutWriter(stdout or sys.stdout.buffer)

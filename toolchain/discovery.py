@@ -11,13 +11,13 @@ callers can ask for the first candidate that accepts a given PTX ISA version.
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import shutil
 import sys
 import sysconfig
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,7 +102,55 @@ def _probe(args: list[str]) -> ProcessResult | None:
     return None if res.timed_out else res
 
 
-@functools.lru_cache(maxsize=32)
+def _once_per_binary(unknown):
+    """Ask each binary once, however many callers ask at the same time: a ptxas that hangs on
+    the probe used to get a new probe per edit (each waiting out the timeout, 6 process groups
+    for one open and four edits). Callers that arrive while the probe runs wait for its answer
+    (they are worker threads, never the event loop); the answer, an empty one after a timeout
+    too, is kept for that binary (path, size and modification time: a replaced file is asked
+    again)."""
+    return lambda probe: _OncePerBinary(probe, unknown)
+
+
+class _OncePerBinary:
+    def __init__(self, probe, unknown):
+        self.probe, self.unknown = probe, unknown
+        self.answers: dict = {}
+        self.running: dict = {}
+        self.lock = threading.Lock()
+
+    def __call__(self, path: str):
+        answers, running, lock, probe = self.answers, self.running, self.lock, self.probe
+        try:
+            st = os.stat(path)
+            key = (path, st.st_size, st.st_mtime_ns)
+        except OSError:
+            key = (path, None, None)
+        with lock:
+            if key in answers:
+                return answers[key]
+            done = running.get(key)
+            first = done is None
+            if first:
+                done = running[key] = threading.Event()
+        if not first:
+            done.wait(PROBE_TIMEOUT_S * 2 + 5)
+            with lock:
+                return answers.get(key, self.unknown)
+        answer = self.unknown
+        try:
+            answer = probe(path)
+        finally:
+            with lock:
+                if len(answers) > 64:
+                    answers.clear()
+                answers[key] = answer
+                running.pop(key, None)
+            done.set()
+        return answer
+
+
+@_once_per_binary(unknown="")
 def _version_of(path: str) -> str:
     res = _probe([path, "--version"])
     m = re.search(r"release (\d+\.\d+)", res.stdout) if res else None
@@ -112,7 +160,7 @@ def _version_of(path: str) -> str:
 _PROBE = ".version 99.9\n.target sm_90\n.address_size 64\n"
 
 
-@functools.lru_cache(maxsize=32)
+@_once_per_binary(unknown=None)
 def _max_isa_of(path: str) -> tuple[int, int] | None:
     """Ask ptxas itself which PTX ISA it supports: it answers a too-new .version with
     "Unsupported .version 99.9; current version is '9.0'". Exact, and no table to keep up."""

@@ -53,7 +53,8 @@ _LIVE_LOCK = threading.Lock()
 
 
 @atexit.register
-def _kill_all() -> None:
+def kill_all() -> None:
+    """Kill every tool still running (its whole group): at exit, and at the server's exit."""
     with _LIVE_LOCK:
         live = list(_LIVE)
     for proc in live:

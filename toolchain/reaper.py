@@ -8,10 +8,12 @@ hung nvcc, a ptxas stuck on a version probe or a GPU worker spinning on a kernel
 So the server starts one small helper (``enable()``): a Python process in its own session,
 isolated, which reads "+GROUP", "-GROUP", "+pid PID", "-pid PID" lines from a pipe whose
 write end only the server holds. When that pipe reaches end of file — the server is gone, however
-it went — the helper SIGKILLs every process group and process still registered, and exits.
-Where Linux offers it the helper also asks for ``PR_SET_PDEATHSIG`` so it cannot outlive its
-server for any other reason. Registration is a write of a few bytes; a server without the
-helper (the CLI, tests) registers nothing.
+it went — the helper SIGKILLs every process group and process still registered, and exits
+(end of file is the signal, on every Unix: ``PR_SET_PDEATHSIG`` would kill the helper itself
+at the server's death, before it could clean up). It ignores SIGINT/SIGHUP/SIGTERM sent to a
+terminal's or an editor's process group, so it outlives the server by the moment it needs.
+Registration is a write of a few bytes; a process without the helper (the CLI, tests)
+registers nothing.
 """
 
 from __future__ import annotations
@@ -25,11 +27,6 @@ from .isolated import private_cwd
 
 _WATCHER = r"""
 import os, signal, sys
-try:  # the helper never outlives the server (Linux); EOF on the pipe covers the rest
-    import ctypes
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-except Exception:
-    pass
 for s in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
     signal.signal(s, signal.SIG_IGN)
 groups, pids = set(), set()

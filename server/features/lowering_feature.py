@@ -25,6 +25,8 @@ an untitled document (``untitled:`` URI, opened with its text) instead of writte
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import importlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,11 +50,32 @@ from .. import convert
 from ..app import PtxlsServer
 from ..progress import CommandProgress
 from ..uris import uri_to_path, workspace_root
+from ..user_files import read_user_file
 
 log = logging.getLogger("ptxls.lowering")
 
 COMMAND = "ptxls.lowerToPtx"
 PLAN_MARK = "<!-- ptxls-plan "
+MAX_KERNEL_NAME = 4096  # a C++ mangled name is a few hundred characters
+MODES = ("lower", "optimize", "plan", "withPlan")
+
+
+_sdk_import: asyncio.Future | None = None
+
+
+async def sdk_imported() -> None:
+    """Import the openai SDK in a worker thread, once per server, before the first LLM
+    lowering touches it: importing it is ~0.7 s of Python that, on the event loop, stalled
+    every hover (the lowering code imports it lazily; after this that import is a lookup)."""
+    global _sdk_import
+    if _sdk_import is None:
+        _sdk_import = asyncio.ensure_future(asyncio.to_thread(_import_sdk))
+    await asyncio.shield(_sdk_import)
+
+
+def _import_sdk() -> None:
+    with contextlib.suppress(ImportError):  # not installed: the lowering says so itself
+        importlib.import_module("openai")
 
 
 def lowering_settings(ls: PtxlsServer) -> tuple[llm_settings.LlmSettings, list[str]]:
@@ -63,14 +86,16 @@ def lowering_settings(ls: PtxlsServer) -> tuple[llm_settings.LlmSettings, list[s
     return llm_settings.from_config(config)
 
 
-def _document_text(ls: PtxlsServer, uri: str) -> str | None:
+async def _document_text(ls: PtxlsServer, uri: str) -> tuple[str | None, str]:
+    """The buffer, else the file (off the loop, a regular file of a bounded size:
+    server/user_files.py); (None, why) when neither."""
     doc = ls.open_document(uri)
     if doc is not None:
-        return doc.source
+        return doc.source, ""
     try:
-        return uri_to_path(uri).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
+        return await read_user_file(uri_to_path(uri)), ""
+    except (OSError, ValueError) as e:
+        return None, str(e)
 
 
 # -- code actions and lenses -------------------------------------------------------------------
@@ -172,8 +197,25 @@ class LowerArgs:
     mode: str  # "lower" | "optimize" | "plan" | "withPlan"
 
     @classmethod
+    def problem(cls, args: tuple) -> str | None:
+        """Why these arguments are not (uri, kernel, backend[, line[, mode]]), said plainly (a
+        dict as the kernel came back as "TypeError: unhashable type: 'slice'")."""
+        want = (("uri", str, False), ("kernel name", str, True), ("backend", str, True),
+                ("line", int, True), ("mode", str, True))  # fmt: skip
+        for value, (what, kind, optional) in zip(args, want, strict=False):
+            if value is None and optional:
+                continue
+            if not isinstance(value, kind) or isinstance(value, bool):
+                return f"the {what} must be a {kind.__name__}, not {type(value).__name__}"
+        if len(args) > 1 and isinstance(args[1], str) and len(args[1]) > MAX_KERNEL_NAME:
+            return f"the kernel name has {len(args[1])} characters (at most {MAX_KERNEL_NAME})"
+        if len(args) > 4 and args[4] not in MODES:
+            return f"the mode must be one of {', '.join(MODES)}, not {_short(repr(args[4]), 40)}"
+        return None
+
+    @classmethod
     def parse(cls, args: tuple) -> LowerArgs | None:
-        if not args or not isinstance(args[0], str):
+        if not args or not isinstance(args[0], str) or cls.problem(args):
             return None
         return cls(
             uri=args[0],
@@ -184,20 +226,20 @@ class LowerArgs:
         )
 
 
-def _read_plan(ls: PtxlsServer, path: Path) -> str:
+async def _read_plan(ls: PtxlsServer, path: Path) -> str:
     doc = ls.open_document(path.resolve().as_uri())
-    text = doc.source if doc is not None else path.read_text(encoding="utf-8", errors="replace")
+    text = doc.source if doc is not None else await read_user_file(path)
     if text.startswith(PLAN_MARK):
         text = text.split("\n", 1)[1] if "\n" in text else ""
     return plan_from_document(text)
 
 
-def _make_job(ls: PtxlsServer, a: LowerArgs, settings, problems: list[str]) -> LowerJob | dict:
+async def _make_job(ls: PtxlsServer, a: LowerArgs, settings, problems) -> LowerJob | dict:
     """The job for the command, or the command's answer when it cannot run."""
-    text = _document_text(ls, a.uri)
+    text, why = await _document_text(ls, a.uri)
     path = uri_to_path(a.uri)
     if text is None:
-        return {"ok": False, "summary": f"cannot read {path}"}
+        return {"ok": False, "summary": f"cannot read {_short(str(path))}: {_short(why)}"}
     for p in problems:
         ls.tell_once("llm-setting:" + p, p)
     if a.backend == "llm" and not settings.ready:
@@ -219,7 +261,7 @@ def _make_job(ls: PtxlsServer, a: LowerArgs, settings, problems: list[str]) -> L
     if a.mode == "withPlan":
         plan_file = plan_path(job.workspace or safe_write.user_cache_dir(), path, a.kernel or "")
         try:
-            job.plan_text = _read_plan(ls, plan_file)
+            job.plan_text = await _read_plan(ls, plan_file)
         except OSError as e:
             return {"ok": False, "summary": f"no plan to lower with ({plan_file.name}): {e}"}
         if not job.plan_text:
@@ -230,12 +272,13 @@ def _make_job(ls: PtxlsServer, a: LowerArgs, settings, problems: list[str]) -> L
 async def run_lower_command(ls: PtxlsServer, *args) -> dict:
     a = LowerArgs.parse(args)
     if a is None:
+        why = LowerArgs.problem(args) if args else "no arguments"
         return {
             "ok": False,
-            "summary": "ptxls.lowerToPtx needs (uri, kernel, backend[, line[, mode]])",
+            "summary": f"ptxls.lowerToPtx needs (uri, kernel, backend[, line[, mode]]): {why}",
         }
     settings, problems = lowering_settings(ls)
-    job = _make_job(ls, a, settings, problems)
+    job = await _make_job(ls, a, settings, problems)
     if isinstance(job, dict):
         return job
     what = (a.kernel or "request")[:80]
@@ -245,6 +288,8 @@ async def run_lower_command(ls: PtxlsServer, *args) -> dict:
     verb = "planning" if plan_first else "lowering"
     progress = CommandProgress(ls, f"ptxls: {verb} {what} ({a.backend})")
     await progress.begin()
+    if a.backend == "llm":
+        await sdk_imported()
     try:
         if plan_first:
             return await _plan_first(ls, job, settings, a, progress)
@@ -359,7 +404,7 @@ async def _write(ls: PtxlsServer, outcome: LowerOutcome, root: Path | None, prog
         edit = convert.new_file_edit(uri, outcome.ptx)
     else:  # replace the whole of a file ptxls generated and nobody edited since
         doc = ls.open_document(uri)
-        old = doc.source if doc is not None else plan.path.read_text(errors="replace")
+        old = doc.source if doc is not None else await read_user_file(plan.path)
         edit = convert.replace_all_edit(uri, doc.version if doc else None, old, outcome.ptx)
     caps = ls.client_capabilities.workspace
     if caps and caps.apply_edit:
@@ -399,3 +444,7 @@ def register(server: PtxlsServer) -> None:
     server.code_action_providers.append(code_actions)
     server.code_lens_providers.append(code_lenses)
     server.command(COMMAND)(run_lower_command)
+
+
+def _short(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -29,6 +29,8 @@ from ptxls.diagnostics.resources import EntryUsage
 
 from ..app import PtxlsServer
 from ..convert import quick_fix, to_diagnostics
+from ..large_documents import PRODUCER as LARGE_PRODUCER
+from ..large_documents import notice, size_if_too_large
 from .jobs import DocumentJobs
 from .languages import PTX, language_of
 
@@ -38,32 +40,81 @@ PRODUCER = "ptx-check"
 LINTS_ALONE_AFTER_S = 0.4
 
 
+# Checks started by didOpen run this many at a time: 3,000 didOpens at once (a client
+# restoring a session, a script) used to start 3,000 checks whose threads and tools kept
+# every hover waiting 27 s. An edit's or a save's check does not wait for these.
+OPEN_CHECKS_AT_ONCE = 2
+
+
 @dataclass
 class PtxCheckState:
     jobs: DocumentJobs = field(default_factory=lambda: DocumentJobs("ptxas"))
     # uri → (version, usage per function) from the last clean ptxas -v run (hover on .entry)
     usage: dict[str, tuple[int | None, list[EntryUsage]]] = field(default_factory=dict)
+    # didOpens not yet handled, oldest first: a burst is handled by one task, a few at a time
+    opening: dict[str, types.DidOpenTextDocumentParams] = field(default_factory=dict)
+    opener: asyncio.Task | None = None
+    open_slots: asyncio.Semaphore = field(
+        default_factory=lambda: asyncio.Semaphore(OPEN_CHECKS_AT_ONCE)
+    )
 
 
-def _schedule(ls: PtxlsServer, uri: str, *, on_save: bool) -> None:
+def _schedule(ls: PtxlsServer, uri: str, *, on_save: bool, opened: bool = False) -> None:
     doc = ls.open_document(uri)
     if doc is not None and language_of(uri, doc.language_id) == PTX:
-        ls.state(PtxCheckState).jobs.start(uri, _check(ls, uri, doc.version, on_save=on_save))
+        check = _check(ls, uri, doc.version, on_save=on_save, opened=opened)
+        ls.state(PtxCheckState).jobs.start(uri, check)
+
+
+def _too_large(ls: PtxlsServer, uri: str) -> bool:
+    """Above the size limit: the notice instead of any analysis (large_documents.py)."""
+    size = size_if_too_large(ls, uri)
+    if size is None:
+        return False
+    ls.state(PtxCheckState).jobs.cancel(uri)
+    notice(ls, uri, size)
+    return True
 
 
 def did_open(ls: PtxlsServer, params: types.DidOpenTextDocumentParams) -> None:
-    for hook in ls.did_open_hooks:
-        hook(ls, params)
-    _schedule(ls, params.text_document.uri, on_save=True)
+    uri = params.text_document.uri
+    if _too_large(ls, uri):
+        return
+    state = ls.state(PtxCheckState)
+    state.opening[uri] = params
+    if state.opener is None or state.opener.done():
+        state.opener = asyncio.get_running_loop().create_task(_handle_opens(ls))
+
+
+async def _handle_opens(ls: PtxlsServer) -> None:
+    """The didOpens of a burst, one per turn of the loop (requests are answered in between)."""
+    state = ls.state(PtxCheckState)
+    while state.opening:
+        uri = next(iter(state.opening))
+        params = state.opening.pop(uri)
+        if ls.open_document(uri) is not None:  # not closed meanwhile
+            for hook in ls.did_open_hooks:
+                try:
+                    hook(ls, params)
+                except Exception as e:  # one feature's bug must not stop the others' opens
+                    ls.report_server_error(e, hook)
+            _schedule(ls, uri, on_save=True, opened=True)
+        await asyncio.sleep(0)
 
 
 def did_change(ls: PtxlsServer, params: types.DidChangeTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    if _too_large(ls, uri):
+        return
+    ls.store.set(uri, LARGE_PRODUCER, [])  # it may have been too large before this edit
     for hook in ls.did_change_hooks:
         hook(ls, params)
-    _schedule(ls, params.text_document.uri, on_save=False)
+    _schedule(ls, uri, on_save=False)
 
 
 def did_save(ls: PtxlsServer, params: types.DidSaveTextDocumentParams) -> None:
+    if _too_large(ls, params.text_document.uri):
+        return
     for hook in ls.did_save_hooks:
         hook(ls, params)
     _schedule(ls, params.text_document.uri, on_save=True)
@@ -72,6 +123,7 @@ def did_save(ls: PtxlsServer, params: types.DidSaveTextDocumentParams) -> None:
 def did_close(ls: PtxlsServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
     state = ls.state(PtxCheckState)
+    state.opening.pop(uri, None)
     state.jobs.cancel(uri)
     state.usage.pop(uri, None)
     for hook in ls.did_close_hooks:
@@ -122,8 +174,14 @@ def _options(ls: PtxlsServer, uri: str, size: int, *, on_save: bool) -> Document
     )
 
 
-async def _check(ls: PtxlsServer, uri: str, version: int | None, *, on_save: bool) -> None:
+async def _check(
+    ls: PtxlsServer, uri: str, version: int | None, *, on_save: bool, opened: bool = False
+) -> None:
     """One check of one version: the engine's deliveries published as they come."""
+    if opened:  # a check an open started waits for a slot (OPEN_CHECKS_AT_ONCE)
+        async with ls.state(PtxCheckState).open_slots:
+            await _check(ls, uri, version, on_save=on_save)
+        return
     if not on_save:
         await asyncio.sleep(ls.settings.debounce_ms / 1000)
     doc = ls.open_document(uri)

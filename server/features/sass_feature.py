@@ -38,6 +38,7 @@ from ptxls.toolchain.discovery import ToolNotFound
 from .. import convert
 from ..app import PtxlsServer, short_name
 from ..uris import to_path, workspace_root
+from ..user_files import UnreadableFile, read_user_file
 from .languages import CUDA, PTX, PYTHON, language_of
 
 log = logging.getLogger("ptxls")
@@ -122,14 +123,18 @@ def _bad_arguments(uri: object, kernel: object) -> dict | None:
     return {"ok": False, "summary": f"{COMMAND} takes (uri, kernel name): got a kernel of {what}"}
 
 
-def _document(ls: PtxlsServer, uri: str) -> tuple[str | None, int | None, str | None]:
-    """(text, version, language) of the editor's buffer, else of the file on disk."""
+async def _document(ls: PtxlsServer, uri: str) -> tuple[str | None, int | None, str | None]:
+    """(text, version, language) of the editor's buffer, else of the file on disk (off the
+    loop, a regular file of a bounded size: server/user_files.py)."""
     doc = ls.open_document(uri)
     if doc is not None:
         return doc.source, doc.version, language_of(uri, doc.language_id)
     path = to_path(uri)
-    if path and Path(path).is_file():
-        return Path(path).read_text(errors="replace"), None, language_of(uri, None)
+    if path:
+        try:
+            return await read_user_file(path), None, language_of(uri, None)
+        except UnreadableFile:
+            pass
     return None, None, None
 
 
@@ -139,7 +144,7 @@ async def show_sass(ls: PtxlsServer, uri: str = "", kernel: str = "", *_rest) ->
     bad = _bad_arguments(uri, kernel)
     if bad is not None:
         return bad
-    text, version, language = _document(ls, uri)
+    text, version, language = await _document(ls, uri)
     if text is None:
         return {"ok": False, "summary": f"{COMMAND}: {short_name(uri)} is not open and not on disk"}
     if language not in (PTX, CUDA, PYTHON):

@@ -18,20 +18,25 @@ from ptxls.toolchain.arch import choose_arch
 
 from ..app import PtxlsServer
 from ..uris import to_path, workspace_root
+from ..user_files import UnreadableFile, read_user_file
 
 MAX_NAME = 4096  # a C++ mangled kernel name is a few hundred characters
 
 COMMAND = "ptxls.showPtx"
 
 
-def _source_text(ls: PtxlsServer, uri: str, path: str | None) -> str | None:
-    """The editor's buffer, else the file on disk, else None."""
+async def _source_text(ls: PtxlsServer, uri: str, path: str | None) -> tuple[str | None, str]:
+    """The editor's buffer, else the file on disk (off the loop, a regular file of a bounded
+    size: server/user_files.py), else (None, why)."""
     doc = ls.open_document(uri)
     if doc is not None:
-        return doc.source
-    if path and Path(path).exists():
-        return Path(path).read_text(errors="replace")
-    return None
+        return doc.source, ""
+    if not path:
+        return None, "not open and not on disk"
+    try:
+        return await read_user_file(path), ""
+    except UnreadableFile as e:
+        return None, str(e)
 
 
 def _bad_arguments(uri, kernel) -> dict | None:
@@ -52,12 +57,9 @@ async def show(ls: PtxlsServer, uri: str = "", kernel: str = "", *_rest) -> dict
     if bad is not None:
         return bad
     path = to_path(uri)  # None for other schemes and for a URI naming no file ('%00')
-    text = _source_text(ls, uri, path)
+    text, why = await _source_text(ls, uri, path)
     if text is None:
-        return {
-            "ok": False,
-            "summary": f"ptxls.showPtx: {uri or '(no uri)'} is not open and not on disk",
-        }
+        return {"ok": False, "summary": f"ptxls.showPtx: {_short(uri) or '(no uri)'}: {why}"}
     if not kernel:
         return {
             "ok": False,
@@ -89,3 +91,7 @@ async def show(ls: PtxlsServer, uri: str = "", kernel: str = "", *_rest) -> dict
 
 def register(server: PtxlsServer) -> None:
     server.command(COMMAND)(show)
+
+
+def _short(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
