@@ -41,7 +41,7 @@ Modules
   warp       shfl vote match redux activemask over [nwarps, 32] arrays; ``active`` = the
              lanes executing, ``membermask`` the instruction's operand; shfl also returns
              the lanes that read an absent lane (for a finding)
-  mma        mma_sync(shape, a, b, c, atype, btype, ctype, dtype) on [nwarps, 32, nregs]
+  mma        mma_sync(shape, a, b, c, atype, btype, ctype, dtype, satfinite) on [nwarps, 32, nregs]
              registers; ldmatrix(rows, num, trans) on the 16 bytes read at each lane's
              address; layout(shape, operand, etype) gives the ISA's (row, col) per element
   atomic     atom_op(op, old, operand, type, c=None) → new memory value (the engine

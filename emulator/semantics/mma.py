@@ -72,12 +72,33 @@ def layout(shape: str, operand: str, etype: str) -> tuple[np.ndarray, np.ndarray
             row = np.where(i < 2, g, g + 8)
             col = t * 2 + (i & 1)
         return np.broadcast_to(row, (32, i.size)).copy(), np.broadcast_to(col, (32, i.size)).copy()
+    if etype in ("s8", "u8") and shape in ("m16n8k32", "m16n8k16"):
+        # integer fragments: 4 bytes per .b32 register, lower k first (ISA "Matrix Fragments
+        # for mma.m16n8k32" / "... mma.m16n8k16 with integer type")
+        n_a, n_b = (16, 8) if shape == "m16n8k32" else (8, 4)
+        i = np.arange(n_a if operand == "a" else n_b)[None, :]
+        if operand == "a":
+            if shape == "m16n8k32":
+                row = np.where((i < 4) | ((i >= 8) & (i < 12)), g, g + 8)
+                col = t * 4 + (i & 3) + np.where(i >= 8, 16, 0)
+            else:
+                row = np.where(i < 4, g, g + 8)
+                col = t * 4 + (i & 3)
+        else:
+            row = t * 4 + (i & 3) + np.where(i >= 4, 16, 0)
+            col = np.broadcast_to(g, row.shape)
+        return np.broadcast_to(row, (32, i.size)).copy(), np.broadcast_to(col, (32, i.size)).copy()
     if shape == "m8n8k4" and etype == "f64":
         return (g.copy(), t.copy()) if operand == "a" else (t.copy(), g.copy())
     raise ValueError(f"no fragment layout for {shape} {operand} {etype}")
 
 
-SHAPES = {"m16n8k16": (16, 8, 16), "m16n8k8": (16, 8, 8), "m8n8k4": (8, 8, 4)}
+SHAPES = {
+    "m16n8k32": (16, 8, 32),
+    "m16n8k16": (16, 8, 16),
+    "m16n8k8": (16, 8, 8),
+    "m8n8k4": (8, 8, 4),
+}
 
 
 def _elements(regs: np.ndarray, etype: str) -> np.ndarray:
@@ -95,6 +116,11 @@ def _elements(regs: np.ndarray, etype: str) -> np.ndarray:
         return regs.astype(np.float32).astype(np.float64)
     if etype == "f64":
         return regs.astype(np.float64)
+    if etype in ("s8", "u8"):
+        b = np.ascontiguousarray(regs.astype("<u4")).view(np.uint8).reshape(*regs.shape[:2], -1)
+        return (b.view(np.int8) if etype == "s8" else b).astype(np.float64)  # exact small ints
+    if etype == "s32":
+        return regs.astype(np.int32).astype(np.float64)
     raise ValueError(f"mma element type {etype!r}")
 
 
@@ -132,15 +158,30 @@ def matrix_to_fragments(mat: np.ndarray, shape: str, operand: str, etype: str) -
         return vals.astype(np.float32)
     if etype == "tf32":
         return vals.astype(np.float32).view(np.uint32)
+    if etype in ("s8", "u8"):  # (tests build A/B fragments this way)
+        b = vals.astype(np.int64).astype(np.int8 if etype == "s8" else np.uint8)
+        return np.ascontiguousarray(b).view("<u4").astype(np.uint32)
+    if etype == "s32":
+        return vals.astype(np.int64).astype(np.int32)  # callers wrap or clamp first
     return vals.astype(np.float64)
 
 
-def mma_sync(shape: str, a, b, c, atype: str, btype: str, ctype: str, dtype: str) -> np.ndarray:
-    """``mma.sync.aligned.shape.row.col.dtype.atype.btype.ctype d, a, b, c`` for every warp:
-    D = A·B + C. Shapes/types: m16n8k16 (f16, bf16), m16n8k8 (f16, bf16, tf32) with f32 or
-    (f16 A/B only) f16 accumulators; m8n8k4 f64. Returns D registers [nw, 32, nregs]."""
+def mma_sync(shape: str, a, b, c, atype: str, btype: str, ctype: str, dtype: str,
+             satfinite: bool = False) -> np.ndarray:  # fmt: skip
+    """``mma.sync.aligned.shape.row.col{.satfinite}.dtype.atype.btype.ctype d, a, b, c`` for
+    every warp: D = A·B + C. Shapes/types: m16n8k16 (f16, bf16), m16n8k8 (f16, bf16, tf32)
+    with f32 or (f16 A/B only) f16 accumulators; m8n8k4 f64; integer m16n8k32 and m16n8k16
+    with s8/u8 A and B (each may differ) and s32 C/D: the sum wraps modulo 2**32, or with
+    ``satfinite`` clamps to the s32 range. Returns D registers [nw, 32, nregs]."""
+    if atype in ("s8", "u8"):
+        A = fragments_to_matrix(a, shape, "a", atype).astype(np.int64)
+        B = fragments_to_matrix(b, shape, "b", btype).astype(np.int64)
+        C = fragments_to_matrix(c, shape, "c", "s32").astype(np.int64)
+        D = np.einsum("wik,wkj->wij", A, B) + C  # exact in int64 (|sum| < 2**52)
+        D = np.clip(D, -(2**31), 2**31 - 1) if satfinite else (D + 2**31) % 2**32 - 2**31
+        return matrix_to_fragments(D.astype(np.float64), shape, "c", "s32")
     if atype != btype:
-        raise ValueError("mma with different A and B types is not implemented")
+        raise ValueError("mma with different A and B float types is not implemented")
     A = fragments_to_matrix(a, shape, "a", atype)
     B = fragments_to_matrix(b, shape, "b", btype)
     C = fragments_to_matrix(c, shape, "c", ctype)

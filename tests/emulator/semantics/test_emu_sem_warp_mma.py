@@ -125,12 +125,12 @@ def test_activemask():
 def _isa_coords(shape, operand, etype, lane):
     g, t = lane >> 2, lane % 4
     out = []
-    if shape == "m16n8k16" and operand == "a":
+    if shape == "m16n8k16" and etype in ("f16", "bf16") and operand == "a":
         for i in range(8):
             row = g if (i < 2 or 4 <= i < 6) else g + 8
             col = t * 2 + (i & 1) + (8 if i >= 4 else 0)
             out.append((row, col))
-    elif shape == "m16n8k16" and operand == "b":
+    elif shape == "m16n8k16" and etype in ("f16", "bf16") and operand == "b":
         for i in range(4):
             out.append((t * 2 + (i & 1) + (8 if i >= 2 else 0), g))
     elif (
@@ -153,6 +153,16 @@ def _isa_coords(shape, operand, etype, lane):
             out.append((t if i == 0 else t + 4, g))
     elif shape == "m8n8k4":
         out = {"a": [(g, t)], "b": [(t, g)], "c": [(g, t * 2), (g, t * 2 + 1)]}[operand]
+    elif etype in ("s8", "u8") and operand == "a":
+        # a0-a3: row g, k 4t..4t+3; a4-a7: row g+8; (m16n8k32:) a8-a11 row g, k 16+4t..;
+        # a12-a15 row g+8, k 16+4t..
+        n = 16 if shape == "m16n8k32" else 8
+        for i in range(n):
+            out.append((g + (8 if (i // 4) % 2 else 0), 4 * t + (i % 4) + (16 if i >= 8 else 0)))
+    elif etype in ("s8", "u8") and operand == "b":
+        n = 8 if shape == "m16n8k32" else 4
+        for i in range(n):
+            out.append((4 * t + (i % 4) + (16 if i >= 4 else 0), g))
     return out
 
 
@@ -169,6 +179,21 @@ def _pack(mat, shape, operand, etype):
                     lo = _half_bits(mat[w][coords[lane][k]], etype)
                     hi = _half_bits(mat[w][coords[lane][k + 1]], etype)
                     regs[w, lane, k // 2] = lo | (hi << 16)
+        return regs
+    if etype in ("s8", "u8"):
+        regs = np.zeros((nw, 32, n // 4), dtype=np.uint32)
+        for w in range(nw):
+            for lane in range(32):
+                for k in range(n):
+                    byte = int(mat[w][coords[lane][k]]) & 0xFF
+                    regs[w, lane, k // 4] |= np.uint32(byte << (8 * (k % 4)))
+        return regs
+    if etype == "s32":
+        regs = np.zeros((nw, 32, n), dtype=np.int32)
+        for w in range(nw):
+            for lane in range(32):
+                for k in range(n):
+                    regs[w, lane, k] = int(mat[w][coords[lane][k]])
         return regs
     dt = {"tf32": np.float32, "f32": np.float32, "f64": np.float64}[etype]
     regs = np.zeros((nw, 32, n), dtype=dt)
@@ -226,6 +251,31 @@ def test_mma_fragments_follow_the_isa_table(shape, ab, cd):
         cd,
     )
     assert np.array_equal(_unpack_c(d, shape, cd), A @ B + C)
+
+
+@pytest.mark.parametrize("shape", ["m16n8k32", "m16n8k16"])
+@pytest.mark.parametrize("at,bt", [("s8", "s8"), ("u8", "s8"), ("u8", "u8")])
+@pytest.mark.parametrize("satfinite", [False, True])
+def test_integer_mma_follows_the_isa_table(shape, at, bt, satfinite):
+    m, n, k = mma.SHAPES[shape]
+    rng = np.random.default_rng(15)
+    nw = 2
+    lo = {"s8": -128, "u8": 0}
+    A = rng.integers(lo[at], lo[at] + 256, (nw, m, k))
+    B = rng.integers(lo[bt], lo[bt] + 256, (nw, k, n))
+    C = rng.integers(-(2**31), 2**31, (nw, m, n))
+    C[0, :2] = 2**31 - 1  # overflow: wraps, or clamps with .satfinite
+    C[1, :2] = -(2**31)
+    d = mma.mma_sync(shape, _pack(A, shape, "a", at), _pack(B, shape, "b", bt),
+                     _pack(C, shape, "c", "s32"), at, bt, "s32", "s32", satfinite=satfinite)  # fmt: skip
+    exact = A @ B + C
+    want = np.clip(exact, -(2**31), 2**31 - 1) if satfinite else (exact + 2**31) % 2**32 - 2**31
+    got = np.zeros((nw, m, n), dtype=np.int64)
+    for w in range(nw):
+        for lane in range(32):
+            for e, (r, c) in enumerate(_isa_coords(shape, "c", "s32", lane)):
+                got[w, r, c] = int(d[w, lane, e])
+    assert np.array_equal(got, want)
 
 
 def test_gemm_through_mma_tiles_equals_numpy():
