@@ -77,6 +77,16 @@ class RayTestPool:
                 started_here = True
             else:
                 ray.init(address=address, log_to_driver=False, configure_logging=False)
+        try:
+            return cls._with_actors(ray, address, device, workers, started_here)
+        except BaseException:
+            if started_here:  # nothing to run on: the cluster started for the run goes too
+                ray.shutdown()
+            raise
+
+    @classmethod
+    def _with_actors(cls, ray, address: str, device: str, workers: int | None,
+                     started_here: bool) -> RayTestPool:  # fmt: skip
         resources = ray.cluster_resources()
         gpus = int(resources.get("GPU", 0))
         actor = _actor_class(ray)
