@@ -33,6 +33,7 @@ MAX_PTX_ISA = (9, 9)
 # Thread-instructions one launch may run before it counts as hung (a spin on a flag nobody
 # sets). The worker sets it per request (``set_budget``).
 DEFAULT_BUDGET = 2_000_000_000
+DEFAULT_HANG_SECONDS = 60.0  # a spin of a few threads runs few thread-instructions per second
 
 STICKY: set[str] = set()  # no emulated error leaves the device unusable
 
@@ -80,6 +81,7 @@ class _Device:
         self.memory = emu.Memory()
         self.findings: list[dict] = []
         self.budget = DEFAULT_BUDGET
+        self.budget_seconds = DEFAULT_HANG_SECONDS
         self.thread_instructions = 0  # over this process's life (coverage/benchmarks read it)
         self.launches = 0
         self.opcodes: set[str] = set()  # opcode families run, where the engine reports them
@@ -121,8 +123,11 @@ class Context:
         return device_info()
 
 
-def set_budget(thread_instructions: int) -> None:
-    _device().budget = max(1, int(thread_instructions))
+def set_budget(thread_instructions: int, seconds: float | None = None) -> None:
+    """A launch past ``thread_instructions`` (or ``seconds`` of wall time) is a hang."""
+    dev = _device()
+    dev.budget = max(1, int(thread_instructions))
+    dev.budget_seconds = float(seconds) if seconds else DEFAULT_HANG_SECONDS
 
 
 def reset() -> None:
@@ -251,7 +256,7 @@ def launch(fn, grid, block, shared: int, args: list[np.ndarray]) -> None:
     try:
         result = emu.launch(
             module.emu, name, tuple(grid), tuple(block), int(shared), params, dev.memory,
-            budget=_budget(dev.budget),
+            budget=_budget(dev.budget, dev.budget_seconds),
         )  # fmt: skip
     except emu.Refused as e:  # found only when the instruction is reached
         raise Refused(e) from None
@@ -262,17 +267,15 @@ def launch(fn, grid, block, shared: int, args: list[np.ndarray]) -> None:
     dev.findings += [finding_dict(f) for f in getattr(result, "findings", None) or ()]
     if getattr(result, "hang", False):
         where = getattr(result, "hang_where", "") or ""
-        raise Hang(dev.budget, ran, f" (launch of {name}{', at ' + where if where else ''})")
+        raise Hang(dev.budget, ran, f" or {dev.budget_seconds:g} s (launch of {name}"
+                   f"{': ' + where if where else ''})")  # fmt: skip
     if getattr(result, "trapped", False):  # the GPU would have faulted: the case fails
         first = next((f["text"] for f in dev.findings if f["severity"] == "error"), "")
         raise CudaError("launch", "EMULATOR_FAULT", first or "the kernel trapped")
 
 
-def _budget(thread_instructions: int):
-    try:
-        return emu.Budget(max_thread_instructions=thread_instructions, seconds=1e9)
-    except TypeError:  # an engine whose Budget names it otherwise
-        return emu.Budget(thread_instructions)
+def _budget(thread_instructions: int, seconds: float):
+    return emu.Budget(max_thread_instructions=thread_instructions, seconds=seconds)
 
 
 def take_findings() -> list[dict]:

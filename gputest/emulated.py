@@ -33,12 +33,14 @@ from .supervisor import Supervisor, WorkerReply, shared_supervisor
 # Thread-instructions one case may take before its size is reduced (the stated budget). At the
 # emulator's measured speed on a 2-core CI machine this keeps a case to seconds.
 CASE_BUDGET = 50_000_000
-# A launch that runs this many thread-instructions without finishing is hung.
+# A launch that runs HANG_FACTOR times the case budget in thread-instructions, or HANG_SECONDS,
+# without finishing is hung (a spin nobody ends; a few spinning threads run few per second).
 HANG_FACTOR = 8
-MIN_HANG_BUDGET = 500_000_000
+HANG_SECONDS = 30.0
 STEP_TIMEOUT_S = 120.0  # the worker's wall clock per step (the emulator is slower than a GPU)
 # sizes up to this run without an estimate (cheap for any kernel the library has)
 SMALL_START = 64
+FEW_THOUSAND = 4096
 
 
 @dataclass
@@ -228,7 +230,7 @@ async def run_sizes(sup: Supervisor, msg: dict, sizes: list[int], opts, report) 
     in its place (said in the report's notes). Case indices and seeds stay the spec's."""
     budget = int(getattr(opts, "emulator_budget", None) or CASE_BUDGET)
     timeout = max(opts.timeout_s, STEP_TIMEOUT_S)
-    msg = {**msg, "budget": max(HANG_FACTOR * budget, MIN_HANG_BUDGET)}
+    msg = {**msg, "budget": HANG_FACTOR * budget, "hang_seconds": HANG_SECONDS}
     run_sizes = list(sizes)
     measured: list[tuple[int, int]] = []
     out = None
@@ -330,20 +332,25 @@ def _merge(a: WorkerReply, b: WorkerReply) -> WorkerReply:
 
 
 def _model(points: list[tuple[int, int]]):
-    """cost(n) = c1 * (n / n1) ** p from the largest measured case and the largest at most
-    half its size (p in [1, 3]: a GEMM's size is its side); linear when there is none (two
-    sizes close together say more about tails than about growth)."""
-    pts = sorted((n, c) for n, c in points if n > 0 and c > 0)
+    """cost(n) = base + c1 * (n / n1) ** p: ``base`` is the smallest case's cost (launch and
+    reference overhead, whatever n), the rest grows from the largest case like n ** p, p fitted
+    against the largest case at most half its size (in [1, 3]: a GEMM's size is its side), else
+    linear. With only the smallest case measured, sizes up to a few thousand run as they are."""
+    pts = sorted((n, c) for n, c in points if c > 0)
     if not pts:
         return lambda n: 0.0
-    n1, c1 = pts[-1]
+    n_min, base = pts[0]
+    grow = [(n, c - base) for n, c in pts if n > max(n_min, 0) and c > base]
+    if not grow:
+        return lambda n: base * max(1.0, n / FEW_THOUSAND)
+    n1, c1 = grow[-1]
     p = 1.0
-    lower = [(n, c) for n, c in pts if 2 * n <= n1]
+    lower = [(n, c) for n, c in grow if 2 * n <= n1]
     if lower:
         n0, c0 = lower[-1]
         if c1 > c0:
             p = min(3.0, max(1.0, math.log(c1 / c0) / math.log(n1 / n0)))
-    return lambda n: c1 * (n / n1) ** p
+    return lambda n: base + c1 * (max(n, 0) / n1) ** p
 
 
 def fitting_size(n: int, points: list[tuple[int, int]], budget: int) -> int:

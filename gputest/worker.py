@@ -103,7 +103,7 @@ class Worker:
             return {"ok": False, "no_device": self.no_device}
         cd = self.cd
         if self.device == "cpu":
-            cd.set_budget(req.get("budget") or cd.DEFAULT_BUDGET)
+            cd.set_budget(req.get("budget") or cd.DEFAULT_BUDGET, req.get("hang_seconds"))
             cd.take_findings()  # nothing from an earlier request
             self._ran = cd.statistics()["thread_instructions"]
         modules = []
