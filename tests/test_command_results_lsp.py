@@ -120,3 +120,27 @@ async def test_a_client_that_presents_results_is_not_told_twice(client, tmp_path
     await _settle()
     assert client.shown_documents == []
     assert not [m for m in client.messages if m.message.startswith("ptxls: ")]
+
+
+@pytest.mark.lsp(env=ENV, init=_init(presents=False), on_start=_editor)
+async def test_a_gpu_test_from_its_lens_says_its_result(client, tmp_path):
+    """A pass has no summary of its own: the message says the verdict (on the GPU, the CPU
+    emulator, or no GPU), never an empty 'ptxls: '."""
+    for name in ("vec_add.ptx", "vec_add.cu"):
+        shutil.copy(EXAMPLES / name, tmp_path / name)
+    uri = (tmp_path / "vec_add.ptx").as_uri()
+    open_doc(client, uri, (tmp_path / "vec_add.ptx").read_text())
+    (lens,) = [
+        lens
+        for lens in await client.text_document_code_lens_async(
+            types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
+        if lens.command.command == "ptxls.runGpuTest"
+    ]
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="ptxls.runGpuTest", arguments=lens.command.arguments)
+    )
+    assert result["summary"].strip() and "vec_add" in result["summary"] + result["table"]
+    await _settle()
+    said = [m.message for m in client.messages if m.message.startswith("ptxls: ")]
+    assert said == [f"ptxls: {result['summary']}"], said

@@ -18,6 +18,7 @@ from lsprotocol import types
 from ptxls.diagnostics.model import Problem, Severity
 from ptxls.gputest import api
 from ptxls.gputest.report import NO_GPU, TestReport, short_tokens
+from ptxls.gputest.report import headline as report_headline
 
 from .. import convert
 from ..app import PtxlsServer, short_name
@@ -239,7 +240,9 @@ def _finish(ls: PtxlsServer, uri: str, report: TestReport, progress: CommandProg
     progress.end(f"{report.status}: {headline}"[:200])
     # the summary (no GPU: why, and what runs without one) is shown like every command's
     _refresh(ls, uri)
-    return {"ok": report.passed, "status": report.status, "summary": short_tokens(report.summary),
+    # never an empty summary: a pass has none of its own, its headline says what happened
+    said = report.summary or report_headline(report).split("\n")[0].replace("**", "")
+    return {"ok": report.passed, "status": report.status, "summary": short_tokens(said),
             "table": short_tokens(api.format_table(report))}  # fmt: skip
 
 
