@@ -10,7 +10,11 @@
 //   3. the status bar shows the server's ptxas/arch/GPU/LLM summary;
 //   4. a hover the server offers shows up in the editor; "Run GPU test for this kernel" runs
 //      and its result shows as a hover on the kernel;
-//   5. in vec_add.cu the code action "Lower to PTX with nvcc (reference)" creates vec_add.ptx.
+//   5. in vec_add.cu the light bulb's "Lower to PTX with nvcc (reference)" creates vec_add.ptx,
+//      opens it beside the source and says so in a notification (every action ends visibly:
+//      endsVisibly), as do the Triton reference lowering, the LLM lowering against a scripted
+//      endpoint (with a cancellable progress notification while it runs), Show PTX and Show
+//      SASS; a screenshot follows each action.
 //   6. Triton: with the `triton` extra added to the created environment, "Show PTX for this
 //      kernel" on vec_add_triton.py opens Triton's PTX with the Python lines interleaved;
 //   7. compute-sanitizer: "Run with sanitizer" sits beside "Run GPU test" on a PTX .entry, and
@@ -100,18 +104,24 @@ async function runScenario(page, workspace, oracle) {
 
   await step("empty state: opening a PTX file offers \"Create a ptxls environment\"", async () => {
     await openFromExplorer(page, "broken.ptx");
-    const toast = page.locator(".notifications-toasts .notification-toast.notification-fade-in-done", { hasText: "Create a ptxls environment" }).first();
+    const toast = page.locator(".notifications-toasts .notification-toast.notification-fade-in-done", { hasText: "no ptxls environment yet" }).first();
     await toast.waitFor({ timeout: SLOW });
     const text = (await toast.innerText()).replace(/\s+/g, " ").trim();
-    if (!/no Python environment with ptxls/.test(text)) throw new Error(`unexpected notification: "${text}"`);
+    // The expected first-run state is information, not an error, and its buttons show whole.
+    if (await toast.locator(".codicon-error").count()) throw new Error(`the first-run notification is an error: "${text}"`);
+    for (const label of ["Create environment", "Select interpreter"]) {
+      const button = toast.getByRole("button", { name: label, exact: true });
+      if (!(await button.count())) throw new Error(`no "${label}" button: "${text}"`);
+      if (await button.first().evaluate((b) => b.scrollWidth > b.clientWidth)) throw new Error(`the "${label}" button is cut`);
+    }
     await shot(page, "setup-notification");
-    return `notification: "${text}"`;
+    return `notification (information): "${text}"`;
   });
 
   await step("\"Create a ptxls environment\" shows its progress and ends with a working server", async () => {
     const started = Date.now();
-    await page.locator(".notifications-toasts .notification-toast", { hasText: "Create a ptxls environment" }).first()
-      .getByRole("button", { name: "Create a ptxls environment" }).click();
+    await page.locator(".notifications-toasts .notification-toast", { hasText: "no ptxls environment yet" }).first()
+      .getByRole("button", { name: "Create environment" }).click();
     await page.locator(".quick-input-list .monaco-list-row", { hasText: "For all my workspaces" }).first().click();
     const progress = page.locator(".notifications-toasts .notification-toast", { hasText: "creating a Python environment for ptxls" }).first();
     await progress.waitFor({ timeout: SLOW });
@@ -246,7 +256,10 @@ async function runScenario(page, workspace, oracle) {
     // A new editor with PTX in it (the server's answer, or a file it wrote and returned).
     await waitFor(async () => (await page.locator(".tabs-container .tab").count()) > tabsBefore, "a new editor tab", SLOW);
     await page.locator(".editor-group-container .monaco-editor .view-lines", { hasText: ".entry" }).first().waitFor({ timeout: SLOW });
+    // and says what it showed
+    await page.locator(".notifications-toasts .notification-toast", { hasText: /ptxls: / }).first().waitFor({ timeout: SLOW });
     await shot(page, "show-ptx");
+    await runCommand(page, "Notifications: Clear All Notifications");
     // The view may open beside the source (a second editor group); leave one group, as a
     // person would before going on, so later steps find a single vec_add.cu tab.
     await runCommand(page, "View: Close All Editor Groups");
@@ -264,7 +277,10 @@ async function runScenario(page, workspace, oracle) {
     await runCommand(page, "ptxls: Show SASS for this kernel");
     await waitFor(async () => (await page.locator(".tabs-container .tab").count()) > tabsBefore, "a new editor tab", SLOW);
     await page.locator(".editor-group-container .monaco-editor .view-lines", { hasText: "SASS of" }).first().waitFor({ timeout: SLOW });
+    // and says what it showed: the kernel's registers and instruction count
+    await page.locator(".notifications-toasts .notification-toast", { hasText: /ptxls: .*registers/ }).first().waitFor({ timeout: SLOW });
     await shot(page, "show-sass");
+    await runCommand(page, "Notifications: Clear All Notifications");
     // Close only the view's group (it is the active one): the PTX stays open in its own, since
     // closing it would drop the server's SASS of it. Then hover one of its lines.
     await runCommand(page, "View: Close Editor Group");
@@ -344,7 +360,7 @@ async function runScenario(page, workspace, oracle) {
     await lens.locator("a", { hasText: "Run with sanitizer" }).first().click();
     // The created environment has no compute-sanitizer (the `sanitizer` extra) and this machine
     // no GPU: the server says it cannot run and why, once, and the lens records the outcome.
-    const toast = page.locator(".notifications-toasts .notification-toast.notification-fade-in-done", { hasText: "compute-sanitizer cannot run here" }).first();
+    const toast = page.locator(".notifications-toasts .notification-toast.notification-fade-in-done", { hasText: /ptxls: .*(compute-sanitizer|CUDA device|GPU)/ }).first();
     await toast.waitFor({ timeout: SLOW });
     const message = (await toast.innerText()).replace(/\s+/g, " ").trim();
     const after = editor.locator(".codelens-decoration", { hasText: /Run with sanitizer \(last: (no GPU|no compute-sanitizer)\)/ }).first();
@@ -372,12 +388,14 @@ async function runScenario(page, workspace, oracle) {
     for (let i = 0; i < 20 && (await focused.count()) === 0; i++) await page.keyboard.press("ArrowDown");
     await focused.waitFor({ timeout: 5000 });
     await page.keyboard.press("Enter");
-    await page.locator(".explorer-folders-view .monaco-list-row", { hasText: "vec_add.ptx" }).first().waitFor({ timeout: SLOW });
+    // It ends visibly, as the palette's command does: the file opens beside the source, and a
+    // notification says what was written.
+    const said = await endsVisibly(page, { toast: /ptxls: .*vec_add\.ptx/, tab: "vec_add.ptx", content: ".entry" });
     await waitFor(() => existsSync(created) && /\.entry\s+\S*vec_add/.test(readFileSync(created, "utf8")), "vec_add.ptx with a vec_add .entry on disk", SLOW);
-    await openFromExplorer(page, "vec_add.ptx");
-    await page.locator(".monaco-editor .view-lines", { hasText: ".entry" }).first().waitFor({ timeout: SLOW });
     await shot(page, "lowered");
-    return `vec_add.ptx created (${statSync(created).size} bytes)`;
+    await runCommand(page, "Notifications: Clear All Notifications");
+    await runCommand(page, "View: Close All Editor Groups");
+    return `vec_add.ptx created (${statSync(created).size} bytes), opened beside vec_add.cu; ${said}`;
   });
 
   await step("the lowered vec_add.ptx passes ptxls check (no red file)", async () => {
@@ -410,6 +428,21 @@ async function runScenario(page, workspace, oracle) {
     return `notification: "${text}"`;
   });
 
+  await step(`Triton: the light bulb's "Lower to PTX with Triton (reference)" on ${TRITON_FILE} opens its PTX beside and says so`, async () => {
+    const kernel = tritonKernelPositions(readFileSync(join(workspace, TRITON_FILE), "utf8"))[0];
+    await runCommand(page, "Notifications: Clear All Notifications");
+    await openFromExplorer(page, TRITON_FILE);
+    await clickEditor(page);
+    await goToLine(page, kernel.line + 1, kernel.column + 1);
+    const title = `Lower to PTX with Triton (reference) (${kernel.kernel})`;
+    await pickCodeAction(page, title, "refactor.rewrite", "triton-code-action-menu");
+    const said = await endsVisibly(page, { toast: new RegExp(`ptxls: .*${kernel.kernel}.*\\.ptx`), tab: kernel.kernel, content: ".entry" });
+    await shot(page, "triton-lowered");
+    await runCommand(page, "Notifications: Clear All Notifications");
+    await runCommand(page, "View: Close All Editor Groups");
+    return `"${title}": ${said}`;
+  });
+
   await step("the API key from \"ptxls: Set LLM API key\" reaches the server, and no log", async () => {
     if (!oracle.status) return skip("the server sends no ptxls/status, so the key's arrival is not visible");
     const item = page.locator(".statusbar-item", { hasText: "ptxas" }).first();
@@ -427,6 +460,37 @@ async function runScenario(page, workspace, oracle) {
     const leaks = filesContaining([join(tmpRoot, "user-data"), workspace, OUT], API_KEY);
     if (leaks.length) throw new Error(`the API key appears in ${leaks.join(", ")}`);
     return `status bar shows "${LLM_MODEL}" after the key was set; the key is in no log, setting or workspace file`;
+  });
+
+  await step("the light bulb's \"Lower to PTX with LLM\" against a scripted endpoint opens the verified PTX beside and says so", async () => {
+    // The scripted OpenAI-compatible server (tests/scripted_llm.py) answers with the library's
+    // vec_add; the real loop extracts it, runs ptxas and tests it (on the GPU, or on the CPU
+    // emulator without one) before writing it.
+    const llm = await startScriptedLlm();
+    try {
+      writeWorkspaceSettings(workspace, undefined, { "ptxls.llm.baseUrl": llm.url });
+      await runCommand(page, "Notifications: Clear All Notifications");
+      const kernel = kernelNamePositions(readFileSync(join(workspace, "vec_add.cu"), "utf8"))[0];
+      await openFromExplorer(page, "vec_add.cu");
+      await clickEditor(page);
+      await goToLine(page, kernel.line + 1, kernel.column + 1);
+      const title = `Lower to PTX with LLM (${kernel.kernel})`;
+      await pickCodeAction(page, title, "refactor.rewrite", "llm-code-action-menu");
+      // While it runs (over a second): a notification with the work and a Cancel button.
+      const running = page.locator(".notifications-toasts .notification-toast", { hasText: "lowering vec_add to PTX (LLM)" }).first();
+      await running.waitFor({ timeout: SLOW });
+      const cancellable = (await running.getByRole("button", { name: "Cancel" }).count()) > 0;
+      await shot(page, "llm-lowering-progress");
+      const said = await endsVisibly(page, { toast: /ptxls: .*vec_add.*\.ptx/, tab: "vec_add", content: ".entry" });
+      await shot(page, "llm-lowered");
+      await runCommand(page, "Notifications: Clear All Notifications");
+      await runCommand(page, "View: Close All Editor Groups");
+      if (!cancellable) throw new Error("the running lowering's notification has no Cancel button");
+      return `"${title}" with ${llm.url}: progress with Cancel; ${said}`;
+    } finally {
+      llm.stop();
+      writeWorkspaceSettings(workspace, undefined);
+    }
   });
 
   await step("an environment made from another build of the extension is updated before the server starts", async () => {
@@ -451,7 +515,7 @@ async function runScenario(page, workspace, oracle) {
     const toast = page.locator(".notifications-toasts .notification-toast.notification-fade-in-done", { hasText: "/nonexistent/bin/python3" }).first();
     await toast.waitFor({ timeout: SLOW });
     const text = (await toast.innerText()).replace(/\s+/g, " ").trim();
-    if (!/not found/.test(text) || !/Set Python interpreter/.test(text)) throw new Error(`unexpected notification: "${text}"`);
+    if (!/not found/.test(text) || !/Select interpreter/.test(text)) throw new Error(`unexpected notification: "${text}"`);
     await shot(page, "wrong-interpreter");
     let withoutPtxls = "";
     // The commoner mistake: a real Python without ptxls installed.
@@ -461,7 +525,7 @@ async function runScenario(page, workspace, oracle) {
       const notInstalled = page.locator(".notifications-toasts .notification-toast.notification-fade-in-done", { hasText: "is not installed" }).first();
       await notInstalled.waitFor({ timeout: SLOW });
       withoutPtxls = (await notInstalled.innerText()).replace(/\s+/g, " ").trim();
-      if (!withoutPtxls.includes("Create a ptxls environment")) throw new Error(`unexpected notification: "${withoutPtxls}"`);
+      if (!withoutPtxls.includes("Create environment")) throw new Error(`unexpected notification: "${withoutPtxls}"`);
       await shot(page, "ptxls-not-installed");
     }
     // Setting removed again: the server comes back by itself, from the environment made above.
@@ -489,9 +553,9 @@ async function runOfflineScenario(browser, tmp) {
     await page.locator(".explorer-folders-view .monaco-list-row").first().waitFor({ timeout: SLOW });
     await step("no network: \"Create a ptxls environment\" says the package index is unreachable and what to do", async () => {
       await openFromExplorer(page, "broken.ptx");
-      const offer = page.locator(".notifications-toasts .notification-toast", { hasText: "no Python environment with ptxls" }).first();
+      const offer = page.locator(".notifications-toasts .notification-toast", { hasText: "no ptxls environment yet" }).first();
       await offer.waitFor({ timeout: SLOW });
-      await offer.getByRole("button", { name: "Create a ptxls environment" }).click();
+      await offer.getByRole("button", { name: "Create environment" }).click();
       await page.locator(".quick-input-list .monaco-list-row", { hasText: "For this workspace only" }).first().click();
       // pip gives up at once (no retries), so this comes within seconds of the venv.
       const failure = page.locator(".notifications-toasts .notification-toast.notification-fade-in-done", { hasText: /could not reach the Python package index|index could not be reached/ }).first();
@@ -842,6 +906,34 @@ async function hoverAtCursor(page) {
   await page.locator(".monaco-hover:visible").first().waitFor();
 }
 
+// A code action picked from its menu as a keyboard user picks it: the menu, arrows, Enter.
+async function pickCodeAction(page, title, kind, shotName) {
+  await openCodeActionMenu(page, kind);
+  const entry = page.locator(".action-widget .monaco-list-row", { hasText: title }).first();
+  await entry.waitFor({ timeout: SLOW });
+  if (shotName) await shot(page, shotName);
+  const focused = page.locator(".action-widget .monaco-list-row.focused", { hasText: title });
+  for (let i = 0; i < 20 && (await focused.count()) === 0; i++) await page.keyboard.press("ArrowDown");
+  await focused.waitFor({ timeout: 5000 });
+  await page.keyboard.press("Enter");
+}
+
+// How every action that produces a file must end (issue 21): a notification that says what it
+// did, and the file open in an editor beside the source (its own editor group), showing
+// `content`. Returns what was seen, for the step's result.
+async function endsVisibly(page, { toast, tab, content }) {
+  const note = page.locator(".notifications-toasts .notification-toast", { hasText: toast }).first();
+  await note.waitFor({ timeout: SLOW });
+  const text = (await note.innerText()).replace(/\s+/g, " ").trim();
+  const opened = page.locator(".editor-group-container.active .tabs-container .tab.active", { hasText: tab }).first();
+  await opened.waitFor({ timeout: SLOW });
+  const groups = await page.locator(".editor-group-container").count();
+  if (groups < 2) throw new Error(`the result opened in the source's own editor group, not beside it (${groups} group)`);
+  await page.locator(".editor-group-container.active .monaco-editor .view-lines", { hasText: content }).first().waitFor({ timeout: SLOW });
+  const name = (await opened.innerText()).replace(/\s+/g, " ").trim();
+  return `notification "${text}"; "${name}" opened beside the source`;
+}
+
 async function openCodeActionMenu(page, kind) {
   if (kind.startsWith("source")) {
     await runCommand(page, "Source Action...");
@@ -871,6 +963,11 @@ const README_SHOTS = {
   "gpu-hover": "vscode-gpu-test-hover.png",
   "code-action-menu": "vscode-code-action.png",
   lowered: "vscode-lowered.png",
+  "triton-lowered": "vscode-triton-lowered.png",
+  "llm-lowering-progress": "vscode-llm-lowering-progress.png",
+  "llm-lowered": "vscode-llm-lowered.png",
+  "gpu-test-ran": "vscode-gpu-test-ran.png",
+  "show-ptx": "vscode-show-ptx.png",
   "wrong-interpreter": "vscode-wrong-interpreter.png",
   "ptxls-not-installed": "vscode-ptxls-not-installed.png",
 };
@@ -917,8 +1014,8 @@ const TRITON_FILE = "vec_add_triton.py";
 // makes the key's way from SecretStorage into the server's environment visible.
 const LLM_MODEL = "e2e-model";
 
-function writeWorkspaceSettings(dir, python) {
-  const settings = { ...(python ? { "ptxls.server.pythonPath": python } : {}), "ptxls.llm.model": LLM_MODEL };
+function writeWorkspaceSettings(dir, python, extra = {}) {
+  const settings = { ...(python ? { "ptxls.server.pythonPath": python } : {}), "ptxls.llm.model": LLM_MODEL, ...extra };
   writeFileSync(join(dir, ".vscode/settings.json"), JSON.stringify(settings, null, 2));
 }
 
@@ -1019,6 +1116,19 @@ async function startCodeServer(tmp, workspace, extraEnv = {}) {
 }
 
 // The ptxls wheel the installed .vsix carries (bundled/ptxls-*.whl in its extension folder).
+// tests/e2e/scripted_llm_server.py in the project's Python: { url, stop() }.
+async function startScriptedLlm() {
+  const child = spawn(PYTHON, [join(HERE, "scripted_llm_server.py"), LLM_MODEL], { env: testEnv(), stdio: ["pipe", "pipe", "pipe"] });
+  let out = "";
+  child.stdout.on("data", (d) => (out += d));
+  child.stderr.on("data", (d) => (out += d));
+  await waitFor(() => {
+    if (child.exitCode !== null) throw new Error(`the scripted LLM exited (${child.exitCode}): ${out}`);
+    return /^http:\/\/\S+\/v1$/m.test(out);
+  }, "the scripted LLM's URL", 30_000);
+  return { url: /^(http:\/\/\S+\/v1)$/m.exec(out)[1], stop: () => child.stdin.end() };
+}
+
 function bundledWheel(extensionsDir) {
   for (const dir of readdirSync(extensionsDir).filter((d) => d.startsWith("ptxls."))) {
     const bundled = join(extensionsDir, dir, "bundled");
