@@ -99,10 +99,13 @@ def summary_table(summary: dict, info: dict | None = None) -> str:
     llm = summary.get("llm") or next(iter(summary.values()), None)
     if llm and llm.get("families"):
         k = ks[-1] if ks else "1"
-        fam_rows = [[f, str(d["tasks"]), _pct(d["pass@k"].get("1")), _pct(d["pass@k"].get(str(k)))]
-                    for f, d in llm["families"].items()]  # fmt: skip
+        cols = ["1"] + ([str(k)] if str(k) != "1" else [])
+        fam_rows = [
+            [f, str(d["tasks"]), *[_pct(d["pass@k"].get(c)) for c in cols]]
+            for f, d in llm["families"].items()
+        ]
         lines.append("")
-        lines += _grid(["family", "tasks", "pass@1", f"pass@{k}"], fam_rows)
+        lines += _grid(["family", "tasks", *[f"pass@{c}" for c in cols]], fam_rows)
     return "\n".join(lines)
 
 
