@@ -204,7 +204,19 @@ def _add_demo(sub, runners: dict) -> None:
     runners["demo"] = _demo
 
 
-def build_parser() -> tuple[argparse.ArgumentParser, dict]:
+# Commands whose module serves only them: `ptxls lower` imports its own module and not the
+# others (the GPU-test command's imports load numpy: a second of start-up before the first
+# request; bench/lowering_startup.py). Any other command, or none, imports them all.
+_ONLY_MODULE = {"lower": "ptxls.cli.lower", "replay": "ptxls.cli.replay"}
+
+
+def _first_command(argv: list[str] | None) -> str | None:
+    return next(
+        (a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-")), None
+    )
+
+
+def build_parser(command: str | None = None) -> tuple[argparse.ArgumentParser, dict]:
     parser = PtxlsArgumentParser(
         prog="ptxls",
         description="PTX language server and toolbox: check, test, lower, bench.",
@@ -219,7 +231,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     _add_usage(sub, runners)
     _add_doctor(sub, runners)
     _add_demo(sub, runners)
-    for name in _COMMAND_MODULES:
+    modules = [_ONLY_MODULE[command]] if command in _ONLY_MODULE else _COMMAND_MODULES
+    for name in modules:
         module = importlib.import_module(name)
         before = set(sub.choices)
         module.add_parser(sub)
@@ -264,7 +277,7 @@ def _missing_file(args: argparse.Namespace) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser, runners = build_parser()
+    parser, runners = build_parser(_first_command(argv))
     args = _parse(parser, argv)
     if not args.command:
         parser.print_help()

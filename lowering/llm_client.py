@@ -1,7 +1,8 @@
 """Chat completions against any OpenAI-compatible server (OpenAI, vLLM, llama.cpp, Ollama).
 
-The openai SDK sends each request (base URL, auth header, HTTP errors as typed exceptions); the
-reply body is read here, from the raw bytes, because real endpoints differ in what they send
+``chat_http.py`` sends each request over httpx the way the openai SDK does (base URL, auth header,
+HTTP errors as the SDK's typed exceptions) without the SDK's 1.5 s import; the reply body is
+read here, from the raw bytes, because real endpoints differ in what they send
 back and the loop must survive all of them:
 
 - **Parameters an endpoint refuses.** OpenAI's reasoning models answer HTTP 400 to
@@ -17,13 +18,13 @@ back and the loop must survive all of them:
   out on silence (no chunk for ``timeout_s``), a plain one on the whole reply, and a timeout is
   retried once only, so a hung endpoint gives up in about two timeouts.
 
-The SDK's own retries are off: 429 / 5xx / connection errors are retried here with backoff
+There are no transport-level retries: 429 / 5xx / connection errors are retried here with backoff
 (Retry-After wins) so each wait can be reported as progress. Every ``LlmError`` message is
 scrubbed of the key (an endpoint may echo it in an error body); the first request that carries
 a key to a host is said once in the log and in the reply's notes.
 
-The openai SDK is imported when a client is made, not when this module is, so the GPU-side code
-and the nvcc path work where openai is not installed.
+httpx is imported when a client is made, not when this module is, so the GPU-side code and the
+nvcc path never load it.
 """
 
 from __future__ import annotations
@@ -290,9 +291,9 @@ class LlmClient:
     def __init__(self, settings: LlmSettings):
         if not settings.ready:
             raise LlmError("config", settings.not_ready_message())
-        import openai  # lazy: see module docstring
+        from . import chat_http  # httpx: imported when a client is made (see the docstring)
 
-        self._openai = openai
+        self._openai = chat_http  # the SDK's exception names, without the SDK's import cost
         self.settings = settings
         remember_secret(settings.api_key)
         # what people see: never credentials embedded in the URL
@@ -307,12 +308,11 @@ class LlmClient:
         )
         for value in settings.extra_headers.values():
             remember_secret(value)  # header values are scrubbed like the key
-        self._client = openai.AsyncOpenAI(
-            # local servers take any key; the SDK insists on one
+        self._client = chat_http.AsyncChat(
+            # local servers take any key; some proxies insist on one
             api_key=settings.api_key or "no-key",
             base_url=settings.base_url,
             timeout=settings.timeout_s,
-            max_retries=0,
             default_headers=dict(settings.extra_headers) or None,
         )
 
