@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from eval_scripted_models import BASE_SEED, flaky, nvcc_ptx, responder, suite_tasks
+from eval_scripted_models import BASE_SEED, asked_kernel, flaky, nvcc_ptx, responder, suite_tasks
 
 from ptxls.evaluation.records import RunDir
 from ptxls.evaluation.results import results_document
@@ -193,3 +193,17 @@ async def test_a_replay_recomputes_the_verdicts_without_a_model(tmp_path, ptx_by
     assert replayed["summary"]["llm"]["tokens"] == original["summary"]["llm"]["tokens"]
     config = json.loads((tmp_path / "replay" / "run.json").read_text())
     assert config["replay_of"] == str(tmp_path / "run")
+
+
+async def test_redo_runs_the_endpoint_errors_again(tmp_path, ptx_by_kernel):
+    tasks = ["relu_f32", "axpy_f32"]
+    with ScriptedLLM(responder(ptx_by_kernel, plan={"relu_f32": "endpoint-error"})) as server:
+        _r, first = await run_eval(tmp_path, settings_for(server), tasks=tasks)
+    assert first["summary"]["llm"]["categories"] == {"endpoint-error": 1}
+    with ScriptedLLM(responder(ptx_by_kernel)) as server:  # the endpoint is back
+        runner, again = await run_eval(tmp_path, settings_for(server), tasks=tasks,
+                                       redo=("endpoint-error",))  # fmt: skip
+        asked = {asked_kernel(r.body, ["relu_f32", "axpy_f32"]) for r in server.chat_requests}
+    assert asked == {"relu_f32"}  # the passed sample is kept, not asked again
+    assert runner.info.skipped == 1
+    assert again["summary"]["llm"]["passed_samples"] == 2
