@@ -42,10 +42,12 @@ OUT = ROOT / "bench" / "results" / "emulator-coverage"
 # wgmma (warpgroup MMA) is not emulated: the one library kernel the issue lets be refused
 EXPECT_REFUSED = {"hgemm_wgmma"}
 # What each planted kernel must make the emulator say (the kinds of emulator/errors.py).
-PLANTED_EXPECT = {
-    "shared_oob": "out-of-bounds",
-    "uninit_read": "uninitialized",
-    "missing_barrier": "race",
+PLANTED_EXPECT = {  # by kernel
+    "stencil_no_halo": "out-of-bounds",
+    "index_scaled_twice": "out-of-bounds",
+    "swap_warps_no_barrier": "race",
+    "swap_warps": "pass",  # the same swap with its barrier
+    "max_into_out": "uninitialized",  # reads an output before writing it
 }
 # numpy references for Triton's PTX of the examples (their Triton kernel is the reference on a
 # GPU; on the CPU nothing can launch it)
@@ -72,12 +74,15 @@ def families(ptx: str, entry: str | None = None) -> list[str]:
 SPACED = ("ld", "st", "atom", "red", "cvta", "cp", "prefetch", "fence", "membar", "bar", "barrier")
 
 
+SPACES = ("global", "shared", "param", "local", "const", "gl", "cta", "sys")
+
+
 def family(op: str, mods: tuple) -> str:
+    """``ld.global``, ``atom.shared``, ``bar.sync``...: the op and its state space (or first
+    modifier where it has none)."""
     if op in SPACED and mods:
-        first = mods[0]
-        if first in ("to",) and len(mods) > 1:
-            first = mods[1]
-        return f"{op}.{first}"
+        space = next((m for m in mods if m in SPACES), mods[0])
+        return f"{op}.{space}"
     return op
 
 
@@ -113,6 +118,8 @@ def _row(item: dict, r, seconds: float) -> dict:
     if r.status == "error" and "does not implement" in r.summary:
         verdict = "refused"
     expect = item.get("expect")
+    if item["group"] == "planted":
+        expect = PLANTED_EXPECT.get(r.kernel, "")
     kinds = sorted({f.get("kind", "") for f in r.findings})
     if expect in ("pass", "refused"):
         met = verdict == expect
@@ -123,6 +130,7 @@ def _row(item: dict, r, seconds: float) -> dict:
     text = item.get("ptx") or (Path(item["path"]).read_text() if item.get("path") else "")
     return {
         **_meta(item),
+        "name": item["name"] + (f":{r.kernel}" if item["group"] == "planted" else ""),
         "kernel": r.kernel,
         "verdict": verdict,
         "expected": expect or "",
@@ -178,7 +186,8 @@ async def nvcc_items(work: Path) -> list[dict]:
         if spec is None:
             items.append({**item, "error": "; ".join(map(str, problems))})
             continue
-        ptx, entry, err = await cuda_to_ptx(cu.read_text(), spec.kernel, "sm_90", None)
+        arch = "sm_90a" if "wgmma" in cu.read_text() else "sm_90"  # wgmma needs the a-variant
+        ptx, entry, err = await cuda_to_ptx(cu.read_text(), spec.kernel, arch, None)
         if err:
             items.append({**item, "error": err})
             continue
@@ -269,8 +278,13 @@ def markdown(rows: list[dict], meta: dict) -> str:
         )
         why = f": {r['why'][:120]}" if r.get("why") and r["verdict"] != "pass" else ""
         sizes = " ".join(map(str, r.get("sizes", [])))
-        if r.get("notes"):
-            sizes += " (" + "; ".join(n for n in r["notes"] if "instead" in n)[:140] + ")"
+        swaps = [
+            re.search(r"n=(\d+) would.*?(ran n=(\d+) instead|not run)", n)
+            for n in r.get("notes", [])
+        ]
+        said = [f"{m.group(1)}→{m.group(3) or 'not run'}" for m in swaps if m]
+        if said:
+            sizes += " (" + ", ".join(said) + ")"
         lines.append(
             f"| {r['group']} | {r['name']} | {verdict}{why} | {r.get('expected', '')} | "
             f"{sizes} | {', '.join(r.get('finding_kinds', []))} | "
