@@ -39,8 +39,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 LIB = ROOT / "fewshot" / "kernels"
 DATA = ROOT / "tests" / "data"
-BUDGET = 30_000_000  # thread-instructions per emulated case
-PARALLEL = 12  # emulator workers at once (the H200 machine has 16 cores)
+BUDGET = 20_000_000  # thread-instructions per emulated case
+PARALLEL = 14  # emulator workers at once (the H200 machine has 16 cores)
 
 
 def items() -> list[dict]:
