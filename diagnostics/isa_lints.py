@@ -165,7 +165,9 @@ def _unavailable(
     if req.arch_specific:
         # Architecture-specific features exist only on the suffixed targets listed; a plain
         # target (no a/f suffix) never has them.
-        if target[-1] not in "af" or target_n < min(isa.sm_number(t) for t in req.arch_specific):
+        if target[-1] not in "af" or target_n < min(
+            isa.sm_number(t) or 0 for t in req.arch_specific
+        ):
             wanted = req.arch_specific[0]
             return (
                 "needs-arch-specific-target",

@@ -83,7 +83,8 @@ def _remember(key: tuple, built: Built) -> Built:
         _CACHE[key] = built
         while len(_CACHE) > _CACHE_SIZE:
             _, old = _CACHE.popitem(last=False)
-            shutil.rmtree(Path(old.cubin_path).parent, ignore_errors=True)
+            if old.cubin_path:
+                shutil.rmtree(Path(old.cubin_path).parent, ignore_errors=True)
     return built
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 import math
+from collections.abc import Callable
+from typing import Any
 
 MAX_TEXT = 2000  # characters in one expression; a spec line is a few dozen
 MAX_INT_BITS = 128  # |value| < 2**128: every real size, length or scalar fits many times over
@@ -26,7 +28,7 @@ def _int_of_float(x):
     return x
 
 
-_FUNCS = {
+_FUNCS: dict[str, Callable[..., Any]] = {
     "ceil": lambda x: math.ceil(_int_of_float(x)),
     "floor": lambda x: math.floor(_int_of_float(x)),
     "cdiv": lambda a, b: -(-a // b),
@@ -221,7 +223,9 @@ def evaluate_int(text: str, env: dict[str, float | int]) -> int:
 
 def split_dims(text: str) -> list[str]:
     """'ceil(n/256), 4' → ['ceil(n/256)', '4']: commas outside parentheses separate x, y, z."""
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    depth = 0
+    cur: list[str] = []
     for ch in text:
         depth += (ch == "(") - (ch == ")")
         if ch == "," and depth == 0:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ptxls.frontend.ptx import find_entries
 
-from . import annotations
+from . import annotations as gputest_annotations
 from .pairing import SpecResolution, abi_problems
 from .spec import SpecProblem, spec_from_json, validate
 
@@ -57,10 +57,12 @@ def library_resolution(
     if entry is None:
         return SpecResolution(None, [SpecProblem(f"no .entry '{kernel}' in the PTX")])
     spec.origin = [*spec.origin, where] if where not in spec.origin else spec.origin
-    spec, ann = annotations.apply(
+    spec, ann = gputest_annotations.apply(
         spec, ptx_text.splitlines(), entry.decl_line, kernel, where="@gputest in the PTX"
     )
     problems += ann
+    if spec is None:  # apply returns None only for a spec it was not given
+        return SpecResolution(None, problems)
     problems += [dataclasses.replace(p, line=entry.line) for p in validate(spec)]
     if not problems:
         problems += abi_problems(spec, entry)

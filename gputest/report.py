@@ -98,7 +98,7 @@ class TestReport:
     @property
     def ratio(self) -> float | None:
         c = self.timed_case
-        return c.time_ms / c.ref_time_ms if c and c.ref_time_ms else None
+        return c.time_ms / c.ref_time_ms if c and c.time_ms is not None and c.ref_time_ms else None
 
     def to_dict(self) -> dict:
         return asdict(self)

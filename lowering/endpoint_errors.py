@@ -45,7 +45,9 @@ def _pydantic(detail: list) -> tuple[str, str | None]:
             if isinstance(item, str):
                 parts.append(item)
             continue
-        loc = item.get("loc") if isinstance(item.get("loc"), list) else []
+        loc = item.get("loc")
+        if not isinstance(loc, list):
+            loc = []
         where = [str(x) for x in loc if str(x) not in ("body", "query")]
         if where:
             fields.add(where[0])

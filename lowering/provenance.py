@@ -80,7 +80,7 @@ def with_header(ptx: str, p: Provenance) -> str:
 
 def untouched_since_generated(text: str) -> bool:
     m = _HASH_LINE.search(text)
-    return bool(m) and m.group(1) == body_hash(text[m.end() :])
+    return m is not None and m.group(1) == body_hash(text[m.end() :])
 
 
 @dataclass

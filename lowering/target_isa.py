@@ -90,7 +90,7 @@ async def choose_target(
         and sm_number(gpu_arch) is not None
         and (sm_number(arch) or 0) <= (sm_number(gpu_arch) or 0)
     )
-    if runs_here and driver_max < cap:
+    if runs_here and driver_max is not None and driver_max < cap:
         cap = driver_max
         why = (
             f"the highest PTX ISA both the local ptxas ({_fmt(ptxas_max)}) and this GPU's "

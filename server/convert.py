@@ -138,9 +138,9 @@ def markdown(text: str) -> types.MarkupContent:
     return types.MarkupContent(kind=types.MarkupKind.Markdown, value=text)
 
 
-def markdown_hover(text: str, where: Span | types.Range) -> types.Hover:
-    """A markdown hover over ``where`` (a domain span, or a range from line_range)."""
-    rng = where if isinstance(where, types.Range) else range_of(where)
+def markdown_hover(text: str, where: Span | types.Range | None) -> types.Hover:
+    """A markdown hover over ``where`` (a domain span, a range from line_range, or none)."""
+    rng = range_of(where) if isinstance(where, Span) else where
     return types.Hover(contents=markdown(text), range=rng)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Coroutine
 from typing import Any
@@ -19,7 +20,7 @@ class DocumentJobs:
         self.cancel(uri)
         task = asyncio.get_running_loop().create_task(coro, name=f"{self.name}:{uri}")
         self._tasks[uri] = task
-        task.add_done_callback(lambda t, uri=uri: self._done(uri, t))
+        task.add_done_callback(functools.partial(self._done, uri))
         return task
 
     def _done(self, uri: str, task: asyncio.Task) -> None:
