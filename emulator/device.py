@@ -163,6 +163,12 @@ def get_function(module: Module, name: str):
     return (module, name)
 
 
+def with_null_params(fn, count: int):
+    """``fn`` launched with ``count`` more trailing 64-bit parameters, all 0: the scratch
+    pointers Triton appends to every entry, for a kernel that uses no scratch memory."""
+    return (fn[0], fn[1], int(count))
+
+
 def call(name: str, *args):
     """The two raw driver calls the harness and worker make: a module global's address and
     size, and unloading a module."""
@@ -250,9 +256,10 @@ def synchronize() -> None:
 def launch(fn, grid, block, shared: int, args: list[np.ndarray]) -> None:
     """Run the kernel to completion. ``args`` as cuda_driver takes them (one 1-element array
     per parameter; its bytes are the .param value). Raises Hang past the budget."""
-    module, name = fn
+    module, name = fn[0], fn[1]
     dev = _device()
     params = [np.ascontiguousarray(a).tobytes() for a in args]
+    params += [bytes(8)] * (fn[2] if len(fn) > 2 else 0)  # with_null_params
     try:
         result = emu.launch(
             module.emu, name, tuple(grid), tuple(block), int(shared), params, dev.memory,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,13 +72,11 @@ async def run_on_emulator(plan, report: TestReport, why: str = "") -> None:
     if builds.error:
         report.status, report.summary = BUILD_ERROR, builds.error
         return
-    if plan.ref_kind == "triton":
-        report.status = ERROR
-        report.summary = ("a Triton reference runs only where Triton can launch it (a GPU): on "
-                          "the CPU emulator give the kernel a numpy 'ref:' or a paired .cu")  # fmt: skip
-        return
-    ref_req = _reference(plan, [None, None], report) if plan.ref_kind != "cuda" else None
-    if plan.ref_kind == "cuda":
+    ref_req = _reference(plan, [None, None], report) if plan.ref_kind in ("numpy", "self") else None
+    if plan.ref_kind == "triton":  # Triton cannot launch without a GPU: its own PTX, emulated
+        report.reference = builds.reference.pop("describe")
+        ref_req = {"kind": "cuda", **builds.reference}
+    elif plan.ref_kind == "cuda":
         path = plan.resolution.reference_path
         report.reference = (
             f"nvcc -O3 {Path(path).name if path else 'the reference CUDA'} (its PTX, emulated)"
@@ -156,6 +155,9 @@ async def _builds(plan) -> EmulatedBuilds:
             return out
         out.kernel.update(name=entry, ptx=ptx)
         out.checked_by = f"nvcc -O3 -ptx -arch={arch}"
+    if plan.ref_kind == "triton":
+        out.reference, out.error = await triton_reference_ptx(plan, arch)
+        return out
     if plan.ref_kind == "cuda" or plan.with_baseline:
         ptx, entry, err = await cuda_to_ptx(
             plan.resolution.reference_source, plan.kernel, arch, opts.nvcc
@@ -169,6 +171,43 @@ async def _builds(plan) -> EmulatedBuilds:
         else:
             out.baseline = part
     return out
+
+
+async def triton_reference_ptx(plan, arch: str) -> tuple[dict | None, str]:
+    """The Triton kernel compiled to PTX by Triton itself, as the reference the emulator runs:
+    ({"name", "ptx", "extra_params", "describe"}, "") or (None, why not). Triton appends scratch
+    pointer parameters to every entry; a kernel that uses no scratch gets them as null."""
+    from ptxls.frontend.ptx import find_entries
+    from ptxls.toolchain.triton_compile import triton_to_ptx
+
+    build_json = plan.opts.triton_reference
+    compiled = await triton_to_ptx(build_json, arch=arch)
+    if not compiled.ok:
+        return None, f"the Triton reference did not compile: {compiled.message}"
+    meta = compiled.metadata or {}
+    if meta.get("global_scratch_size") or meta.get("profile_scratch_size"):
+        return (
+            None,
+            "the Triton reference needs scratch memory, which the emulator's harness does not give",
+        )
+    entries = find_entries(compiled.ptx)
+    if len(entries) != 1:
+        return None, f"Triton's PTX has {len(entries)} entries, expected one"
+    entry = entries[0].name
+    m = re.search(rf"\.entry\s+{re.escape(entry)}\s*\(([^)]*)\)", compiled.ptx)
+    total = len([p for p in (m.group(1) if m else "").split(",") if p.strip()])
+    extra = total - len(plan.spec.params)
+    if extra < 0:
+        return (
+            None,
+            f"Triton's entry takes {total} parameters, the spec has {len(plan.spec.params)}",
+        )
+    describe = (f"the Triton kernel {build_json.get('kernel', plan.kernel)}, its own PTX "
+                f"(Triton {compiled.version}), emulated")  # fmt: skip
+    # .loc directives blanked (lines kept): the emulator's reader joins a .loc, which has no ';',
+    # to the instruction after it (reported to the emulator's owners)
+    ptx = re.sub(r"(?m)^[ \t]*\.loc\b[^\n]*$", "", compiled.ptx)
+    return {"name": entry, "ptx": ptx, "extra_params": extra, "describe": describe}, ""
 
 
 def _target(file_target: str | None) -> str:

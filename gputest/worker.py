@@ -120,6 +120,8 @@ class Worker:
                 ref_mod = self._load_build(ref)
                 modules.append(ref_mod)
                 ref_fn = cd.get_function(ref_mod, ref["name"])
+                if ref.get("extra_params"):  # Triton's own PTX on the emulator: its scratch
+                    ref_fn = cd.with_null_params(ref_fn, ref["extra_params"])
             elif ref["kind"] == "triton":
                 from .triton_ref import TritonReference
 

@@ -320,8 +320,8 @@ async def default_verifier(src: SourceKernel, job: LowerJob):  # -> (Verifier, w
     )
     # Without a GPU the candidates run on the CPU emulator (job.device "auto" or "cpu").
     device = "gpu" if available else "cpu"
-    if not available and (job.device == "gpu" or src.kind == "triton"):
-        return compile_only_verifier(reason), reason, spec  # a Triton reference needs a GPU
+    if not available and job.device == "gpu":
+        return compile_only_verifier(reason), reason, spec
     if src.kind == "cuda":
         return (
             gpu_verifier(
@@ -337,7 +337,8 @@ async def default_verifier(src: SourceKernel, job: LowerJob):  # -> (Verifier, w
         from .triton_reference import triton_test_spec
 
         _spec, _problems, build = triton_test_spec(job.text, src.name, str(job.source_path))
-        return gpu_verifier(spec=spec, triton_reference=build.to_json()), "", spec
+        # on the emulator the reference is Triton's own PTX of the kernel (gputest/emulated.py)
+        return gpu_verifier(spec=spec, triton_reference=build.to_json(), device=device), "", spec
     return gpu_verifier(spec=spec, device=device), "", spec
 
 

@@ -178,8 +178,9 @@ def test_lower_cli_llm_backend_against_the_scripted_server(work, capsys, monkeyp
         monkeypatch.setenv("PTXLS_MODEL", "scripted-model")
         monkeypatch.setenv("PTXLS_LLM_RETRY_BACKOFF", "0.01")
         rc = ptxls_main(
-            ["lower", "vec_add.cu", "--kernel", "vec_add", "--candidates", "1", "--rounds", "3"]
-        )
+            ["lower", "vec_add.cu", "--kernel", "vec_add", "--candidates", "1", "--rounds", "3",
+             "--device", "gpu"]  # no emulator fall-back (tests/test_lowering_emulated.py)
+        )  # fmt: skip
     out = capsys.readouterr()
     # no GPU here: ptxas-clean but not GPU-tested is exit 4, and the last line says so
     assert rc == 4, out.err
@@ -237,7 +238,7 @@ def test_lower_cli_describe_mode(work, capsys, monkeypatch):
 def test_demo_step_lowers_vec_add_offline_and_explains_the_llm_step(monkeypatch):
     import io
 
-    from ptxls.lowering.demo import lowering_step
+    from ptxls.cli.demo_steps import lowering_step
 
     for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "PTXLS_MODEL"):
         monkeypatch.delenv(var, raising=False)
