@@ -38,7 +38,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .endpoint_errors import AUTH_WORDS, QUOTA_WORDS, ErrorFields, error_fields, stated_token_limit
 from .secrets import host_of, public_url, remember_secret, scrub
 from .settings import LlmSettings
 
@@ -126,8 +125,11 @@ def _body_of(exc):
     return body
 
 
-def _fields(exc) -> ErrorFields:
-    """The endpoint's words, parameter and code, from a body of any shape (endpoint_errors)."""
+def _fields(exc):  # -> endpoint_errors.ErrorFields
+    """The endpoint's words, parameter and code, from a body of any shape (endpoint_errors,
+    imported on the first error: its expressions are not compiled before the first request)."""
+    from .endpoint_errors import ErrorFields, error_fields
+
     found = error_fields(_body_of(exc))
     param = getattr(exc, "param", None) or found.param
     code = getattr(exc, "code", None) or found.code
@@ -354,6 +356,8 @@ class LlmClient:
         with _adapted_lock:
             changes = _adapted.setdefault(self._key, {})
             if param in _TOKEN_PARAMS and too_large:
+                from .endpoint_errors import stated_token_limit
+
                 stated = stated_token_limit(self._refusal_fields, sent.get(param))
                 if stated.prompt_too_long:
                     raise LlmError(
@@ -565,6 +569,8 @@ class LlmClient:
             raise self._bad_reply("JSON that is not a chat completion", json.dumps(data)[:200])
         if data.get("error") not in (None, "", {}):
             # OpenRouter documents this for failures after generation started: retried
+            from .endpoint_errors import error_fields
+
             raise _Broken(f"HTTP 200 with an error: {error_fields(data).message[:300]}")
         choices = data.get("choices")
         if not isinstance(choices, list):
@@ -605,6 +611,8 @@ class LlmClient:
         if not isinstance(data, dict):
             return
         if data.get("error") not in (None, "", {}):
+            from .endpoint_errors import error_fields
+
             raise _Broken(f"an error in the stream: {error_fields(data).message[:300]}")
         if isinstance(data.get("model"), str) and data["model"]:
             reading.model = data["model"]
@@ -728,6 +736,8 @@ class LlmClient:
     async def _status_failure(self, e, attempt: int) -> _Failure:
         """An HTTP error status: 401/403/404/400, an exhausted quota and any other 4xx are
         final (LlmError); 429 and 5xx are retried."""
+        from .endpoint_errors import AUTH_WORDS, QUOTA_WORDS
+
         o = self._openai
         status = getattr(e, "status_code", None)
         said = _fields(e).message or _short(e)
@@ -735,8 +745,8 @@ class LlmClient:
             # no retry can help: the account has no quota or credit left
             raise LlmError(
                 "rate_limit",
-                f"{self.endpoint}: the account's quota or credit is used up (HTTP {status}: "
-                f"{said[:200]}). Add credit or raise the limit in the provider's billing "
+                f"{self.endpoint}: the account's quota or credit is used up (HTTP {status}): "
+                f"{said[:200]}. Add credit or raise the limit in the provider's billing "
                 "settings, or use another key (OPENAI_API_KEY) or model (ptxls.llm.model).",
                 status=status,
             ) from None
@@ -745,7 +755,7 @@ class LlmClient:
         ):
             raise LlmError(
                 "auth",
-                f"{self.endpoint} refused the API key (HTTP {status}: {said[:200]}). Set "
+                f"{self.endpoint} refused the API key (HTTP {status}): {said[:200]}. Set "
                 "OPENAI_API_KEY to a valid key for this endpoint, in the environment ptxls "
                 "runs in (the editor's server inherits the editor's environment).",
                 status=status,

@@ -43,26 +43,15 @@ from ptxls.fewshot.library import Example
 
 from . import prompt
 from .accounting import Spend, usage_of
-from .completeness import (
-    calls_feedback,
-    certain_fixes,
-    dataflow_feedback,
-    dataflow_findings,
-    dataflow_summary,
-    foreign_calls,
-)
-from .extract import extract_ptx
 from .llm_client import LlmError
 from .perf import Resources, perf_feedback
-from .ptx_check import (
-    PtxasUnavailable,
-    compile_check,
-    interface_problems,
-    param_order_warning,
-)
+from .ptx_check import compile_check, interface_problems, param_order_warning
 from .sources import SourceKernel
 from .transcript import Transcript
 from .verify import Candidate, Verifier, VerifyResult, compile_only_verifier
+
+# completeness.py and extract.py (their regular expressions, the dataflow check, the fixes) are
+# imported when the first reply arrives, not before the first request (bench/lowering_startup.py)
 
 # errors that no other candidate or round can fix
 FATAL_LLM_ERRORS = ("config", "auth", "model", "unreachable", "rate_limit", "bad_request")
@@ -330,6 +319,8 @@ async def _race_check(run: _CandidateRun, rec: RoundRecord, cand: Candidate) -> 
 async def _calls_check(run: _CandidateRun, rec: RoundRecord, cand: Candidate) -> _Failure | None:
     """Calls to functions the module does not define (vprintf, malloc, __assertfail …) that the
     source does not ask for."""
+    from .completeness import calls_feedback, foreign_calls
+
     calls = foreign_calls(cand.ptx, cand.module, run.ctx.src.text)
     if not calls:
         return None
@@ -341,6 +332,8 @@ async def _calls_check(run: _CandidateRun, rec: RoundRecord, cand: Candidate) ->
 async def _dataflow_scan(run: _CandidateRun, rec: RoundRecord, cand: Candidate) -> _Failure | None:
     """The dataflow findings of the candidate's entry, kept for _dataflow_settle (a test that
     runs settles them) and for the feedback of a failed test."""
+    from .completeness import dataflow_findings
+
     found = dataflow_findings(cand.ptx, cand.module, cand.kernel)
     run.round_findings = found
     if found:
@@ -363,6 +356,8 @@ async def _dataflow_settle(
         if warning not in run.result.warnings:
             run.result.warnings.append(warning)
         return None
+    from .completeness import dataflow_feedback, dataflow_summary
+
     feedback = dataflow_feedback(found, run.elision_hint)
     return _Failure("incomplete", dataflow_summary(found), feedback,
                     [f"{f.kind}:{f.name}" for f in found], (0, 0))  # fmt: skip
@@ -504,6 +499,8 @@ class _CandidateRun:
         rec.prompt_tokens, rec.completion_tokens, rec.reasoning_tokens = usage_of(reply)
         length_cut = reply.finish_reason == "length"
         self.result.truncated |= length_cut
+        from .extract import extract_ptx
+
         ext = extract_ptx(reply.text, self.ctx.src.name or None, finish_reason=reply.finish_reason,
                           reasoning=getattr(reply, "reasoning", "") or "")  # fmt: skip
         self.elision_hint = ext.elision
@@ -570,6 +567,8 @@ class _CandidateRun:
 
     async def _compile(self, rec: RoundRecord, ptx: str):
         """The round's one ptxas run: diagnostics, -v usage and (for a GPU test) the cubin."""
+        from ptxls.diagnostics.engine import PtxasUnavailable
+
         opts = self.ctx.opts
         want_cubin = bool(getattr(self.ctx.verifier, "wants_cubin", False))
         try:
@@ -626,6 +625,8 @@ class _CandidateRun:
                     "calls",
                 ):
                     # a test that failed, and the dataflow check says why it may have
+                    from .completeness import dataflow_feedback
+
                     rec.feedback += "\n\n" + dataflow_feedback(self.round_findings)
                 if failure.outcome != "incomplete":
                     # an incomplete candidate is never kept: not as the result, not as an attempt
@@ -642,6 +643,8 @@ class _CandidateRun:
 
         async def recheck(text: str):
             return await self._compile(rec, text)
+
+        from .completeness import certain_fixes
 
         fixed = await certain_fixes(ptx, check, recheck)
         if not fixed.notes:

@@ -16,21 +16,25 @@ import asyncio
 import re
 from dataclasses import dataclass, field
 
-from ptxls.diagnostics.cascade import rank
-from ptxls.diagnostics.engine import (
-    INLINE_LINT_BYTES,
-    PtxasUnavailable,
-    PtxCheckOptions,
-    check_ptx,
-    instant_check,
-    split_lines,
-)
 from ptxls.diagnostics.model import Problem, Severity
 from ptxls.frontend.c_types import c_type_bits
 from ptxls.frontend.ptx import PtxModule
 from ptxls.frontend.ptxas_report import entry_named
 
 from .perf import Resources
+
+# The diagnostics engine (lints, ISA tables, ptxas) is imported when a candidate is first
+# checked, not when the loop starts: ``ptxls lower`` sends its first request without it
+# (bench/lowering_startup.py).
+
+
+def __getattr__(name: str):
+    if name == "PtxasUnavailable":
+        from ptxls.diagnostics.engine import PtxasUnavailable
+
+        return PtxasUnavailable
+    raise AttributeError(name)
+
 
 MAX_ERRORS_IN_FEEDBACK = 12
 CONTEXT_LINES = 2
@@ -88,6 +92,8 @@ class FeedbackItem:
 def fold_problems(problems: list[Problem], hints: list[Problem] = ()) -> list[FeedbackItem]:
     """One item per line and cause: the root cause first, what follows from it listed under it,
     and the lints' hints for the same line (the ``.reg`` range that would declare a register)."""
+    from ptxls.diagnostics.cascade import rank
+
     by_line: dict[int, list[Problem]] = {}
     for p in problems:
         by_line.setdefault(p.line, []).append(p)
@@ -130,6 +136,8 @@ def format_problems(
     hints: list[Problem] = (),
     extra: dict[int, str] | None = None,
 ) -> str:
+    from ptxls.diagnostics.engine import split_lines
+
     lines = split_lines(text)
     items = fold_problems(problems, hints)
     shown = items[:MAX_ERRORS_IN_FEEDBACK]
@@ -211,6 +219,13 @@ async def compile_check(
     """Lints + one ``ptxas -v`` run on ``ptx`` (keeping the cubin with ``want_cubin``). A missing
     ptxas is not a candidate's fault: it raises PtxasUnavailable, and the loop stops with that
     message instead of blaming the model."""
+    from ptxls.diagnostics.engine import (
+        INLINE_LINT_BYTES,
+        PtxCheckOptions,
+        check_ptx,
+        instant_check,
+    )
+
     # the one parse: started here so its result stays ours after the engine has used it
     if len(ptx) < INLINE_LINT_BYTES:
         parsed = asyncio.get_running_loop().create_future()
@@ -337,7 +352,6 @@ def param_order_warning(module: PtxModule, kernel: str, params: list[ExpectedPar
 __all__ = [
     "CompileCheck",
     "ExpectedParam",
-    "PtxasUnavailable",
     "compile_check",
     "format_problems",
     "interface_problems",

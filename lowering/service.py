@@ -19,7 +19,6 @@ from ptxls.fewshot.retrieve import pick_examples
 from . import prompt, safe_write
 from .accounting import header_line, run_summary
 from .loop import LoopOptions, LoopResult, Progress, run_loop
-from .nvcc_reference import lower_with_nvcc
 from .perf import Resources
 from .provenance import OutputPlan, Provenance, plan_output, with_header
 from .settings import LlmSettings
@@ -145,6 +144,8 @@ async def _compiler_lowering(job: LowerJob, src: SourceKernel, arch: str):
                                        arch=arch, ptxas_path=job.ptxas_path)  # fmt: skip
     if src.kind != "cuda":
         return "the nvcc reference lowering needs a CUDA __global__ kernel"
+    from .nvcc_reference import lower_with_nvcc  # nvcc's backend only: not on the LLM path
+
     return await lower_with_nvcc(job.text, file_path=str(job.source_path), kernel=src.name,
                                  arch=arch, nvcc_path=job.nvcc_path, ptxas_path=job.ptxas_path)  # fmt: skip
 
