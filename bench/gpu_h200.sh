@@ -25,4 +25,4 @@ for f in "$@"; do
   echo "exit $?"
 done 2>&1 | tee "$OUT/gputest-h200-cli.txt"
 # The GPU step of `ptxls demo`.
-python3 -c 'from pathlib import Path; from ptxls.gputest.demo import gpu_demo_step; gpu_demo_step(Path("examples"))' 2>&1 | tee "$OUT/gputest-h200-demo.txt"
+python3 -c 'from pathlib import Path; from ptxls.cli.demo_steps import gpu_step; gpu_step(Path("examples"))' 2>&1 | tee "$OUT/gputest-h200-demo.txt"
