@@ -4,8 +4,8 @@
   reference, nvcc baseline as its PTX) — hgemm_wgmma may be refused (wgmma), named;
 - nvcc -O3's PTX of every library reference.cu (the library's spec, no baseline) and
   examples/vec_add.ptx against nvcc's PTX of examples/vec_add.cu, examples/gpu/*.cu;
-- Triton's PTX of examples/*triton*.py (``ptxls lower --backend triton``'s PTX), checked against a
-  numpy reference stated here (no GPU: Triton cannot launch its own kernel);
+- Triton's PTX of examples/*triton*.py (``ptxls lower --backend triton``'s PTX), checked against
+  the Triton kernel itself as Triton compiles it to PTX, both on the emulator;
 - tests/data/cheaters (each must pass: they compute c = a + b on a fresh launch) and the planted
   sanitizer kernels (tests/data/sanitizer/planted: each must be caught by a finding).
 
@@ -49,11 +49,6 @@ PLANTED_EXPECT = {  # by kernel
     "swap_warps": "pass",  # the same swap with its barrier
     "max_into_out": "uninitialized",  # reads an output before writing it
 }
-# numpy references for Triton's PTX of the examples (their Triton kernel is the reference on a
-# GPU; on the CPU nothing can launch it)
-TRITON_REFS = {
-    "add_kernel": "out_ptr = x_ptr + y_ptr",
-}
 
 
 def families(ptx: str, entry: str | None = None) -> list[str]:
@@ -93,6 +88,8 @@ async def run_one(item: dict, budget: int | None) -> dict:
     kw = dict(device="cpu", seed=7, emulator_budget=budget)
     try:
         if "spec" in item:
+            if item.get("triton_reference"):
+                kw["triton_reference"] = item["triton_reference"]
             report = await api.run_gpu_test(item["ptx"], item["kernel"], item["spec"], **kw)
             reports = [report]
         else:
@@ -218,17 +215,16 @@ async def triton_items() -> list[dict]:
             if not out.ok:
                 items.append({**item, "error": out.message})
                 continue
-            spec, problems, _ = triton_test_spec(text, kernel, str(py))
+            spec, problems, build = triton_test_spec(text, kernel, str(py))
             if spec is None or problems:
                 items.append({**item, "error": "; ".join(map(str, problems))})
                 continue
             if ".extern .shared" in out.ptx and spec.launch.shared in ("", "0"):
                 spec.launch.shared = str(await triton_shared_bytes(text, kernel, py))
-            if spec.numpy_ref is None:
-                spec.numpy_ref = TRITON_REFS.get(kernel)
-            if spec.numpy_ref is None:
-                item["expect"] = ""  # self-consistency only
-            items.append({**item, "ptx": out.ptx, "kernel": kernel, "spec": spec})
+            # the reference: the Triton kernel's own PTX (Triton compiles it; it cannot launch it
+            # without a GPU), on the emulator
+            items.append({**item, "ptx": out.ptx, "kernel": kernel, "spec": spec,
+                          "triton_reference": build.to_json()})  # fmt: skip
     return items
 
 
