@@ -76,6 +76,16 @@ def work(tmp_path):
         "several_entries_helper_func",
         "non_ascii_comment",
         "gputest_lines",
+        # issue 20: which block, control tokens, the reasoning field
+        "use_the_first_second_no_tail",
+        "second_one_is_wrong",
+        "final_version_then_original",
+        "before_and_after_in_one_fence",
+        "chatml_tokens_leak_a_second_turn",
+        "llama3_header_and_eot",
+        "phi_end_token",
+        "prefer_the_block_without_dataflow_findings",
+        "kernel_only_in_reasoning_content",
     ],
 )
 def test_a_first_reply_of_each_shape_is_the_result(work, name):
