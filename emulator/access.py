@@ -166,13 +166,11 @@ def load(w, space: str, addr, dt, n: int, sel, pc: int) -> list[np.ndarray]:
     out = []
     fg = flat[good]
     if space == "shared" and fg.size:
-        byte_idx = (fg[:, None] + np.arange(total)).reshape(-1)
         describe = shared_describe(w)
-        unw = w.tracker.read(w, byte_idx, np.repeat(threads[good], total), pc, 0, describe)
+        unw = w.tracker.read(w, fg, total, threads[good], pc, describe)
         if unw is not None:
-            lane_bad = unw.reshape(-1, total).any(axis=1)
-            first = int(byte_idx[int(np.argmax(unw))])
-            w.pending_undefined = (threads[good][lane_bad], pc, describe(first))
+            first = int(fg[int(np.argmax(unw))])
+            w.pending_undefined = (threads[good][unw], pc, describe(first))
     for k in range(n):
         v = np.zeros(threads.size, dt)
         v[good] = _gather_bytes(area, fg + k * size, dt)
@@ -275,10 +273,7 @@ def store(w, space: str, addr, values: list, sel, pc: int) -> None:
         flat, threads = flat[good], threads[good]
         vals = [v[good] for v in vals]
     if space == "shared" and flat.size:
-        byte_idx = (flat[:, None] + np.arange(total)).reshape(-1)
-        w.tracker.write(
-            w, byte_idx, np.repeat(threads, total), pc, w.line_of(pc), shared_describe(w)
-        )
+        w.tracker.write(w, flat, total, threads, pc, w.line_of(pc), shared_describe(w))
     for k in range(n):
         _scatter_bytes(area, flat + k * size, vals[k])
 

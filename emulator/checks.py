@@ -81,79 +81,103 @@ class Checks:
 
 
 class SharedTracker:
-    """Per-byte bookkeeping of one wave's shared memory: written at all (initcheck), last
-    writer and readers since the block's last barrier (racecheck)."""
+    """Bookkeeping of one wave's shared memory: which bytes were ever written (initcheck, per
+    byte), and per 4-byte word the last writer and readers since the block's last barrier
+    (racecheck). Races are looked for on word-aligned accesses of whole words (every f32/u32/
+    vector access); 1- and 2-byte accesses are checked for initialisation only, so two threads
+    writing different bytes of one word are never called a race."""
 
     def __init__(self, nbytes: int, nblocks: int, block_bytes: int) -> None:
         self.block_bytes = max(block_bytes, 1)
+        nwords = (nbytes + 3) // 4
         self.written = np.zeros(nbytes, dtype=bool)
-        self.w_thread = np.full(nbytes, -1, dtype=np.int64)
-        self.w_epoch = np.full(nbytes, -1, dtype=np.int32)
-        self.w_line = np.zeros(nbytes, dtype=np.int32)
-        self.r_warp = np.full(nbytes, -1, dtype=np.int64)  # -2: readers in several warps
-        self.r_epoch = np.full(nbytes, -1, dtype=np.int32)
+        self.w_thread = np.full(nwords, -1, dtype=np.int32)
+        self.w_epoch = np.full(nwords, -1, dtype=np.int32)
+        self.w_line = np.zeros(nwords, dtype=np.int32)
+        self.r_warp = np.full(nwords, -1, dtype=np.int32)  # -2: readers in several warps
+        self.r_epoch = np.full(nwords, -1, dtype=np.int32)
         self.epoch = np.zeros(nblocks, dtype=np.int32)
 
     def barrier(self, slots: np.ndarray) -> None:
         self.epoch[slots] += 1
 
-    def read(
-        self, wave, byte_idx: np.ndarray, threads: np.ndarray, pc: int, line: int, describe
-    ) -> np.ndarray | None:
-        """Checks a read for races; returns which bytes were never written (None if all were).
-        A never-written read is reported where its value is used (see Wave.mark_undefined):
-        loading a whole tile and storing only its valid part is not a bug."""
-        unwritten = ~self.written[byte_idx]
-        ep = self.epoch[byte_idx // self.block_bytes]
-        warp = wave.gwarp[threads]
-        wt = self.w_thread[byte_idx]
-        raw = (self.w_epoch[byte_idx] == ep) & (wt >= 0)
-        if raw.any():
-            raw &= wave.gwarp[np.maximum(wt, 0)] != warp
+    def _words(self, flat: np.ndarray, total: int, threads: np.ndarray):
+        """(word indices, thread per word) of whole-word accesses, or None for sub-word ones."""
+        if total % 4 or flat.size == 0 or np.bitwise_or.reduce(flat) & 3:
+            return None
+        k = total // 4
+        if k == 1:
+            return flat >> 2, threads
+        return ((flat >> 2)[:, None] + np.arange(k)).reshape(-1), np.repeat(threads, k)
+
+    def read(self, wave, flat: np.ndarray, total: int, threads: np.ndarray, pc: int,
+             describe) -> np.ndarray | None:  # fmt: skip
+        """Checks a read for races; returns per lane whether it read a never-written byte
+        (None if none did). Such a read is reported where its value is used (see
+        Wave.mark_undefined): loading a whole tile and storing only its valid part is no bug."""
+        if total == 1:
+            unwritten = ~self.written[flat]
+        else:
+            unwritten = ~self.written[(flat[:, None] + np.arange(total))].all(axis=1)
+        ww = self._words(flat, total, threads)
+        if ww is not None:
+            word, wthreads = ww
+            ep = self.epoch[(word << 2) // self.block_bytes]
+            warp = wave.gwarp[wthreads]
+            wt = self.w_thread[word]
+            raw = (self.w_epoch[word] == ep) & (wt >= 0)
             if raw.any():
-                i = int(np.argmax(raw))
-                self._race(wave, "read-after-write", byte_idx[i], threads[i], int(wt[i]), pc,
-                           int(self.w_line[byte_idx[i]]), int(raw.sum()), describe)  # fmt: skip
-        same = self.r_epoch[byte_idx] == ep
-        prev = self.r_warp[byte_idx]
-        many = same & (prev != -1) & (prev != warp)
-        self.r_warp[byte_idx] = np.where(many | (same & (prev == -2)), -2, warp)
-        self.r_epoch[byte_idx] = ep
+                raw &= wave.gwarp[np.maximum(wt, 0)] != warp
+                if raw.any():
+                    i = int(np.argmax(raw))
+                    self._race(wave, "read-after-write", int(word[i]) * 4, wthreads[i], int(wt[i]),
+                               pc, int(self.w_line[word[i]]), int(raw.sum()), describe)  # fmt: skip
+            same = self.r_epoch[word] == ep
+            prev = self.r_warp[word]
+            many = same & (prev != -1) & (prev != warp)
+            self.r_warp[word] = np.where(many | (same & (prev == -2)), -2, warp)
+            self.r_epoch[word] = ep
         return unwritten if unwritten.any() else None
 
-    def write(
-        self, wave, byte_idx: np.ndarray, threads: np.ndarray, pc: int, line: int, describe
-    ) -> None:
-        ep = self.epoch[byte_idx // self.block_bytes]
-        warp = wave.gwarp[threads]
-        wt = self.w_thread[byte_idx]
-        waw = (self.w_epoch[byte_idx] == ep) & (wt >= 0)
+    def write(self, wave, flat: np.ndarray, total: int, threads: np.ndarray, pc: int, line: int,
+              describe) -> None:  # fmt: skip
+        if total == 1:
+            self.written[flat] = True
+        else:
+            self.written[(flat[:, None] + np.arange(total)).reshape(-1)] = True
+        ww = self._words(flat, total, threads)
+        if ww is None:
+            return
+        word, wthreads = ww
+        ep = self.epoch[(word << 2) // self.block_bytes]
+        warp = wave.gwarp[wthreads]
+        wt = self.w_thread[word]
+        waw = (self.w_epoch[word] == ep) & (wt >= 0)
         if waw.any():
             waw &= wave.gwarp[np.maximum(wt, 0)] != warp
             if waw.any():
                 i = int(np.argmax(waw))
-                self._race(wave, "write-after-write", byte_idx[i], threads[i], int(wt[i]), pc,
-                           int(self.w_line[byte_idx[i]]), int(waw.sum()), describe)  # fmt: skip
-        rw = self.r_warp[byte_idx]
-        war = (self.r_epoch[byte_idx] == ep) & ((rw == -2) | ((rw >= 0) & (rw != warp)))
+                self._race(wave, "write-after-write", int(word[i]) * 4, wthreads[i], int(wt[i]), pc,
+                           int(self.w_line[word[i]]), int(waw.sum()), describe)  # fmt: skip
+        rw = self.r_warp[word]
+        war = (self.r_epoch[word] == ep) & ((rw == -2) | ((rw >= 0) & (rw != warp)))
         if war.any():
             i = int(np.argmax(war))
-            self._race(wave, "write-after-read", byte_idx[i], threads[i], None, pc, None,
+            self._race(wave, "write-after-read", int(word[i]) * 4, wthreads[i], None, pc, None,
                        int(war.sum()), describe)  # fmt: skip
-        if byte_idx.size > 1:  # two warps writing the same bytes in this one instruction
-            order = np.argsort(byte_idx, kind="stable")
-            b, w = byte_idx[order], warp[order]
+        if word.size > 1:  # two warps writing the same word in this one instruction
+            order = np.argsort(word, kind="stable")
+            b, w = word[order], warp[order]
             dup = (b[1:] == b[:-1]) & (w[1:] != w[:-1])
             if dup.any():
                 i = int(np.argmax(dup))
-                self._race(wave, "write-after-write", b[i], threads[order[i + 1]],
-                           int(threads[order[i]]), pc, line, int(dup.sum()), describe)  # fmt: skip
-        self.written[byte_idx] = True
-        self.w_thread[byte_idx] = threads
-        self.w_epoch[byte_idx] = ep
-        self.w_line[byte_idx] = line
-        self.r_epoch[byte_idx] = -1
-        self.r_warp[byte_idx] = -1
+                self._race(wave, "write-after-write", int(b[i]) * 4, wthreads[order[i + 1]],
+                           int(wthreads[order[i]]), pc, line, int(dup.sum()), describe)  # fmt: skip
+        self.w_thread[word] = wthreads
+        self.w_epoch[word] = ep
+        self.w_line[word] = line
+        self.r_epoch[word] = -1
+        self.r_warp[word] = -1
 
     def _race(self, wave, what, byte, thread, other, pc, other_line, count, describe) -> None:
         f = wave.checks.add(
