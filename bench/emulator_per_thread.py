@@ -136,7 +136,15 @@ class PerThread:
     # ---- memory
 
     def load(self, space, a, t, shared):
-        fmt = {"f32": "<f", "u32": "<I", "b32": "<I", "s32": "<i", "u64": "<Q", "b64": "<Q", "s64": "<q"}[t]
+        fmt = {
+            "f32": "<f",
+            "u32": "<I",
+            "b32": "<I",
+            "s32": "<i",
+            "u64": "<Q",
+            "b64": "<Q",
+            "s64": "<q",
+        }[t]
         if space == "param":
             return struct.unpack_from(fmt, self.params, a)[0]
         if space == "shared":
@@ -144,7 +152,15 @@ class PerThread:
         return struct.unpack_from(fmt, self.buf, a - BASE)[0]
 
     def store(self, space, a, t, v, shared):
-        fmt = {"f32": "<f", "u32": "<I", "b32": "<I", "s32": "<I", "u64": "<Q", "b64": "<Q", "s64": "<Q"}[t]
+        fmt = {
+            "f32": "<f",
+            "u32": "<I",
+            "b32": "<I",
+            "s32": "<I",
+            "u64": "<Q",
+            "b64": "<Q",
+            "s64": "<Q",
+        }[t]
         if t == "f32":
             v = f32(v)
         elif t[0] == "s":
@@ -190,7 +206,9 @@ class PerThread:
             return
         for w0 in range(0, len(threads), 32):
             warp = [t for t in threads[w0 : w0 + 32] if not t.done]
-            if warp and all(t.waiting is not None and t.waiting.op in ("shfl", "vote") for t in warp):
+            if warp and all(
+                t.waiting is not None and t.waiting.op in ("shfl", "vote") for t in warp
+            ):
                 self.warp_op(warp)
                 return
         raise RuntimeError("per-thread interpreter: no thread can go on")
@@ -256,9 +274,11 @@ class PerThread:
             self.execute(th, ins, shared)
             th.pc += 1
 
-    def execute(self, th, ins, shared):  # noqa: C901 - one branch per opcode is the point
+    def execute(self, th, ins, shared):
         op, mods, ops = ins.op, ins.mods, ins.operands
-        t = next((m for m in reversed(mods) if m[0] in "bsuf" and m[1:].isdigit() or m == "pred"), "b32")
+        t = next(
+            (m for m in reversed(mods) if m[0] in "bsuf" and m[1:].isdigit() or m == "pred"), "b32"
+        )
         if op in ("ld", "st"):
             space = next((m for m in mods if m in ("param", "shared", "global")), "global")
             a_op = ops[1] if op == "ld" else ops[0]
@@ -309,7 +329,9 @@ class PerThread:
         if op == "setp":
             cmp = mods[0]
             a, b = self.get(th, ops[1], t), self.get(th, ops[2], t)
-            r = {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[cmp]
+            r = {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[
+                cmp
+            ]
             self.put(th, ops[0], r, "pred")
             return
         if op == "selp":
@@ -318,7 +340,11 @@ class PerThread:
             return
         a = self.get(th, ops[1], t)
         if op in ("neg", "ex2", "rcp"):
-            r = {"neg": lambda: -a, "ex2": lambda: 2.0**a, "rcp": lambda: 1.0 / a if a else math.inf}[op]()
+            r = {
+                "neg": lambda: -a,
+                "ex2": lambda: 2.0**a,
+                "rcp": lambda: 1.0 / a if a else math.inf,
+            }[op]()
             self.put(th, ops[0], r, t)
             return
         b = self.get(th, ops[2], t if op not in ("shl", "shr") else "u32")

@@ -150,7 +150,10 @@ def load(w, space: str, addr, dt, n: int, sel, pc: int) -> list[np.ndarray]:
             for k in range(n):
                 out[k][good] = mem.gather(addr[good] + np.uint64(k * size), dt)
             return out
-        return [mem.gather(addr + np.uint64(k * size), dt) for k in range(n)]
+        if n > 1:
+            rows = mem.gather_vec(addr, dt, n)  # aligned (checked above): one gather
+            return [rows[:, k] for k in range(n)]
+        return [mem.gather(addr, dt, aligned=True)]
     area, limit = _area(w, space)
     off = addr
     total = size * n
@@ -252,8 +255,11 @@ def store(w, space: str, addr, values: list, sel, pc: int) -> None:
             good = ~bad
             addr = addr[good]
             vals = [v[good] for v in vals]
-        for k in range(n):
-            w.memory.scatter(addr + np.uint64(k * size), vals[k])
+        if n > 1:  # aligned (misaligned lanes were dropped above): one scatter of whole vectors
+            w.memory.scatter_vec(addr, np.stack(vals, axis=1))
+        else:
+            for k in range(n):
+                w.memory.scatter(addr + np.uint64(k * size), vals[k])
         w.memory.wrote(addr, size * n)
         return
     if space == "param":

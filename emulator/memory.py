@@ -173,9 +173,11 @@ class Memory:
         ok = (j >= 0) & live[jc] & (addr + np.uint64(size) <= ends[jc])
         return ~ok
 
-    def gather(self, addr: np.ndarray, dt) -> np.ndarray:
-        """Values of type dt at each (in-bounds) address."""
+    def gather(self, addr: np.ndarray, dt, aligned: bool = False) -> np.ndarray:
+        """Values of type dt at each (in-bounds) address; ``aligned``: the caller checked."""
         dt = np.dtype(dt)
+        if aligned:
+            return self.data.view(dt)[(addr - np.uint64(BASE)) // np.uint64(dt.itemsize)]
         off = addr.astype(np.int64) - BASE
         size = dt.itemsize
         if size == 1:
@@ -188,6 +190,20 @@ class Memory:
             )
         idx = off[:, None] + np.arange(size)
         return self.data[idx].reshape(-1).view(dt)
+
+    def gather_vec(self, addr: np.ndarray, dt, n: int) -> np.ndarray:
+        """[lanes, n] values of type dt at addresses aligned to n * size (checked by the
+        caller): one gather of whole vectors."""
+        dt = np.dtype(dt)
+        width = dt.itemsize * n
+        rows = self.data.view(dt).reshape(-1, n)
+        return rows[(addr - np.uint64(BASE)) // np.uint64(width)]
+
+    def scatter_vec(self, addr: np.ndarray, values: np.ndarray) -> None:
+        """values [lanes, n] to addresses aligned to the vector's bytes."""
+        n = values.shape[1]
+        rows = self.data.view(values.dtype).reshape(-1, n)
+        rows[(addr - np.uint64(BASE)) // np.uint64(values.dtype.itemsize * n)] = values
 
     def scatter(self, addr: np.ndarray, values: np.ndarray) -> None:
         values = np.ascontiguousarray(values)
