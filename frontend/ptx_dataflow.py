@@ -311,6 +311,88 @@ def _reachable(blocks: list[_Block]) -> list[bool]:
     return seen
 
 
+def _components(blocks: list[_Block]) -> list[list[int]]:
+    """Strongly connected components (Tarjan's, iterative), in reverse topological order."""
+    index: list[int | None] = [None] * len(blocks)
+    low = [0] * len(blocks)
+    on_stack = [False] * len(blocks)
+    stack: list[int] = []
+    out: list[list[int]] = []
+    counter = 0
+    for root in range(len(blocks)):
+        if index[root] is not None:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, k = work.pop()
+            if k == 0:
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on_stack[v] = True
+            succ = blocks[v].succ
+            if k < len(succ):
+                work.append((v, k + 1))
+                w = succ[k]
+                if index[w] is None:
+                    work.append((w, 0))
+                elif on_stack[w]:
+                    low[v] = min(low[v], index[w])
+                continue
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack[w] = False
+                    comp.append(w)
+                    if w == v:
+                        break
+                out.append(comp)
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[v])
+    return out
+
+
+def _may_reach(blocks: list[_Block], gen: list[int]) -> list[int]:
+    """For each block, the registers some path from the start writes before it (bit sets).
+    Over the graph of strongly connected components, in topological order: what enters a
+    component, or is written anywhere inside a component with a cycle, reaches all of its
+    blocks — linear in the graph, however the loops nest."""
+    comps = _components(blocks)
+    comp_of = [0] * len(blocks)
+    for c, comp in enumerate(comps):
+        for b in comp:
+            comp_of[b] = c
+    preds: list[list[int]] = [[] for _ in blocks]
+    for i, b in enumerate(blocks):
+        for s in b.succ:
+            preds[s].append(i)
+    into = [0] * len(blocks)
+    out = [0] * len(blocks)
+    for c in range(len(comps) - 1, -1, -1):  # Tarjan's order reversed: topological
+        comp = comps[c]
+        entering = 0
+        for b in comp:
+            for p in preds[b]:
+                if comp_of[p] != c:
+                    entering |= out[p]
+        cyclic = len(comp) > 1 or comp[0] in blocks[comp[0]].succ
+        inside = 0
+        if cyclic:
+            for b in comp:
+                inside |= gen[b]
+        for b in comp:
+            if cyclic:
+                into[b] = entering | inside
+            else:
+                into[b] = 0
+                for p in preds[b]:
+                    into[b] |= out[p]
+            out[b] = into[b] | gen[b]
+    return into
+
+
 def _reads_before_writes(entry: str, blocks: list[_Block], lines: _Lines) -> list[Finding]:
     """Reads that no write reaches on any path from the start (a may-be-written analysis: the
     union over predecessors), in reachable blocks. Path conditions are not followed, so only
@@ -323,19 +405,7 @@ def _reads_before_writes(entry: str, blocks: list[_Block], lines: _Lines) -> lis
             for r in ins.writes:
                 g |= 1 << names.setdefault(r, len(names))
         gen.append(g)
-    into = [0] * len(blocks)
-    out = list(gen)
-    changed = True
-    while changed:
-        changed = False
-        for i, b in enumerate(blocks):
-            o = into[i] | gen[i]
-            if o != out[i]:
-                out[i] = o
-            for s in b.succ:
-                if o & ~into[s]:
-                    into[s] |= o
-                    changed = True
+    into = _may_reach(blocks, gen)
     findings: dict[str, Finding] = {}
     for i, (b, live) in enumerate(zip(blocks, _reachable(blocks), strict=True)):
         if not live:
@@ -484,10 +554,15 @@ def _entry_findings(text: str, clean: str, lines: _Lines, mod: PtxModule, func: 
 
 
 def check_dataflow(
-    text: str, module: PtxModule | None = None, entry: str | None = None
+    text: str,
+    module: PtxModule | None = None,
+    entry: str | None = None,
+    max_lines: int | None = None,
 ) -> list[Finding]:
     """The findings of every ``.entry`` (or only ``entry``) of a PTX text, in line order.
-    Never raises: a text it cannot read gives no finding."""
+    ``max_lines``: entries longer than this many lines are skipped (the editor's lints ask
+    for it: about 0.1 ms a line, so a 24,000-line unrolled kernel would cost seconds on
+    every edit). Never raises: a text it cannot read gives no finding."""
     try:
         if module is None:
             module, _ = parse_ptx(text)
@@ -497,6 +572,8 @@ def check_dataflow(
         found: list[Finding] = []
         for func in module.entries:
             if func.body is None or (entry and func.name != entry):
+                continue
+            if max_lines is not None and func.span.end.line - func.span.start.line > max_lines:
                 continue
             found.extend(_entry_findings(text, clean, lines, module, func))
         return sorted(found, key=lambda f: (f.line, f.col))
