@@ -18,8 +18,10 @@ import sys
 import sysconfig
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Generic, TypeVar
 
 from .process import ProcessResult, run_capped
 
@@ -102,7 +104,13 @@ def _probe(args: list[str]) -> ProcessResult | None:
     return None if res.timed_out else res
 
 
-def _once_per_binary(unknown):
+_Answer = TypeVar("_Answer")
+_Key = tuple[str, int | None, int | None]  # path, size, modification time
+
+
+def _once_per_binary(
+    unknown: Any,
+) -> Callable[[Callable[[str], _Answer]], Callable[[str], _Answer]]:
     """Ask each binary once, however many callers ask at the same time: a ptxas that hangs on
     the probe used to get a new probe per edit (each waiting out the timeout, 6 process groups
     for one open and four edits). Callers that arrive while the probe runs wait for its answer
@@ -112,15 +120,16 @@ def _once_per_binary(unknown):
     return lambda probe: _OncePerBinary(probe, unknown)
 
 
-class _OncePerBinary:
-    def __init__(self, probe, unknown):
+class _OncePerBinary(Generic[_Answer]):
+    def __init__(self, probe: Callable[[str], _Answer], unknown: _Answer) -> None:
         self.probe, self.unknown = probe, unknown
-        self.answers: dict = {}
-        self.running: dict = {}
+        self.answers: dict[_Key, _Answer] = {}
+        self.running: dict[_Key, threading.Event] = {}
         self.lock = threading.Lock()
 
-    def __call__(self, path: str):
+    def __call__(self, path: str) -> _Answer:
         answers, running, lock, probe = self.answers, self.running, self.lock, self.probe
+        key: _Key
         try:
             st = os.stat(path)
             key = (path, st.st_size, st.st_mtime_ns)
@@ -129,10 +138,9 @@ class _OncePerBinary:
         with lock:
             if key in answers:
                 return answers[key]
-            done = running.get(key)
-            first = done is None
-            if first:
-                done = running[key] = threading.Event()
+            running_done = running.get(key)
+            first = running_done is None
+            done = running[key] = threading.Event() if running_done is None else running_done
         if not first:
             done.wait(PROBE_TIMEOUT_S * 2 + 5)
             with lock:

@@ -50,7 +50,7 @@ for p in pids:
 """
 
 _lock = threading.Lock()
-_proc: subprocess.Popen | None = None
+_proc: subprocess.Popen[bytes] | None = None
 
 
 def enable() -> int | None:
@@ -107,4 +107,5 @@ def forget_pid(pid: int) -> None:
 
 
 def watcher_pid() -> int | None:
-    return _proc.pid if enabled() else None
+    proc = _proc
+    return proc.pid if proc is not None and enabled() else None

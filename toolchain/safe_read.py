@@ -23,7 +23,7 @@ class UnreadableFile(OSError):
     """The file cannot be used; the message says why, for a person."""
 
 
-def read_regular_file(path: str | os.PathLike, limit: int = DEFAULT_LIMIT) -> str:
+def read_regular_file(path: str | os.PathLike[str], limit: int = DEFAULT_LIMIT) -> str:
     """The file's text (UTF-8, undecodable bytes replaced). Blocking: call from a thread.
     Raises UnreadableFile with a message."""
     name = os.fspath(path)
