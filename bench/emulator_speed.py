@@ -31,7 +31,7 @@ from ptxls import emulator  # noqa: E402
 from machine import result_path  # noqa: E402
 
 # (kernel, n): both engines (the per-thread one takes seconds per 10^5 thread-instructions)
-SIDE_BY_SIDE = [("vec_add", 1 << 14), ("softmax_rows", 1), ("scan_inclusive", 1 << 14)]
+SIDE_BY_SIDE = [("vec_add", 1 << 16), ("softmax_rows", 17), ("scan_inclusive", 1 << 17)]
 # vectorised only: the sizes the issue names
 LARGE = [("vec_add", 1 << 24), ("softmax_rows", 257), ("softmax_rows", 1048),
          ("scan_inclusive", 1000003), ("scan_inclusive", 4 << 20)]  # fmt: skip

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import ops_control, ops_convert, ops_float, ops_int, ops_mem, ops_mma, ops_warp  # noqa: F401
+from .calls import inline_calls
 from .decode import Function, Program, Var, decode
 from .errors import Refused
 from .memory import Memory
@@ -29,7 +30,7 @@ _WHY = {
     "stmatrix": "stmatrix is not emulated",
     "multimem": "multimem instructions are not emulated",
     "tensormap": "tensor maps (TMA) are not emulated",
-    "call": ".func calls are not emulated yet",
+    "call": "this call cannot be inlined",
 }
 
 
@@ -76,7 +77,9 @@ class EmuModule:
     def __init__(self, text: str) -> None:
         self.program: Program = decode(text)
         for f in self.program.functions.values():
-            _bind(f)
+            if f.is_entry:  # .func bodies run inlined into the kernels that call them
+                inline_calls(f, self.program.functions)
+                _bind(f)
         self.memory = Memory()
         self._bound: dict[int, dict[str, int]] = {}
         self._bound_memories: list[Memory] = []
@@ -141,7 +144,7 @@ class EmuModule:
         loff = 0
         local = []
         for v in func.vars:
-            if v.space == "local":
+            if v.space in ("local", "param"):  # .param: a call's arguments, per thread
                 loff = _align(loff, v.align)
                 local.append((v.name, loff, v.size))
                 loff += v.size

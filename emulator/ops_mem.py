@@ -63,6 +63,8 @@ def _space_and_addr(w, ins, op: Addr, sp: str, sel):
             sp = sym_space if sym_space != "kparam" else "param"
         if sym_space == "kparam":
             sp = "param"
+        elif sym_space == "local":  # a .local variable, or a call's .param argument
+            sp = "local"
         if sym_space == "shared" and sp == "generic":
             sp = "shared"
     return sp, w.address(op, sel)
