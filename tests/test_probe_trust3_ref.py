@@ -131,6 +131,8 @@ def test_every_listed_function_and_method_has_a_rule():
 def test_each_rule_binds_like_numpy(name):
     """The rule's parameters are numpy's own, in numpy's order (where numpy says them), so a
     keyword or mixed call is bound to the same parameters numpy binds it to."""
+    if np.lib.NumpyVersion(np.__version__) < "2.0.0":
+        pytest.skip("the rules state numpy 2's parameters (numpy 1 names some differently)")
     try:
         theirs = inspect.signature(getattr(np, name))
     except (TypeError, ValueError):
