@@ -88,7 +88,10 @@ def _init(root: Path, options=None) -> types.InitializeParams:
             window=types.WindowClientCapabilities(work_done_progress=True),
         ),
         root_uri=root.as_uri(),
-        initialization_options={"ptxls": {"llm": {"candidates": 1, "maxRounds": 3}}},
+        # test.device gpu: no emulator fall-back here (tests/test_lowering_emulated.py has it)
+        initialization_options={
+            "ptxls": {"llm": {"candidates": 1, "maxRounds": 3}, "test": {"device": "gpu"}}
+        },
     )
 
 

@@ -55,7 +55,9 @@ def _init(root: Path, llm: dict) -> types.InitializeParams:
         ),
         root_uri=root.as_uri(),
         workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name="ws")],
-        initialization_options={"ptxls": {"llm": llm}},
+        # test.device gpu: without a GPU the results stay untested (the emulator's case:
+        # tests/test_lowering_emulated.py)
+        initialization_options={"ptxls": {"llm": llm, "test": {"device": "gpu"}}},
     )
 
 

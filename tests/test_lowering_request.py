@@ -106,6 +106,7 @@ async def test_without_a_gpu_the_request_is_compile_checked_and_says_why(tmp_pat
     if available:
         pytest.skip("a GPU is present: the GPU test below covers this machine")
     job, src = _job(tmp_path)
+    job.device = "gpu"  # no emulator fall-back: what a missing GPU says
     try:
         _, why, spec = await default_verifier(src, job)
     finally:
