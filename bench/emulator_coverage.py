@@ -75,6 +75,8 @@ SPACES = ("global", "shared", "param", "local", "const", "gl", "cta", "sys")
 def family(op: str, mods: tuple) -> str:
     """``ld.global``, ``atom.shared``, ``bar.sync``...: the op and its state space (or first
     modifier where it has none)."""
+    if op == "cp" and "async" in mods:
+        return "cp.async"
     if op in SPACED and mods:
         space = next((m for m in mods if m in SPACES), mods[0])
         return f"{op}.{space}"
@@ -178,7 +180,8 @@ async def nvcc_items(work: Path) -> list[dict]:
         if not cu.is_file() or not spec_file.is_file():
             continue
         spec, problems = spec_from_json(spec_file.read_text())
-        item = {"name": f"{d.name} (nvcc)", "group": "nvcc -O3", "expect": "pass",
+        item = {"name": f"{d.name} (nvcc)", "group": "nvcc -O3",
+                "expect": "refused" if d.name in EXPECT_REFUSED else "pass",
                 "source": f"fewshot/kernels/{d.name}/reference.cu"}  # fmt: skip
         if spec is None:
             items.append({**item, "error": "; ".join(map(str, problems))})
