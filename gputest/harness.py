@@ -11,6 +11,12 @@ no time at all.
 
 Returns plain dicts (the worker sends them as JSON). A CUDA error is raised as CudaError with the
 case attached; the worker decides whether the process must be replaced.
+
+Why this module is long, and how it is read: the state of one test (``Buffer``, ``ModuleState``,
+``StartState``, ``CaseRun``), then ``Harness``: ``run`` over the sizes, ``run_case`` (inputs,
+poison, launch, reference, compare), and the timing methods (``_time_case``, ``_timed_runs``,
+``_time``), which re-check correctness on every timed launch. Correctness and timing share the
+case state, so they are one class; the timing half is what would split out.
 """
 
 from __future__ import annotations

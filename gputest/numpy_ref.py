@@ -33,6 +33,13 @@ A person who trusts a workspace may run references the whitelist cannot express:
 ``trusted=True`` falls back to Python's ``eval`` over numpy for a program ``check`` refuses (the
 trust gate is the caller's: VS Code's workspace trust, ``trustedWorkspace`` in initializationOptions, or
 ``ptxls test --trust``).
+
+Why this module is long, and how it is read: the first half is the language — the limits, then
+the whitelists (``FUNCTIONS``, ``MATH``, ``METHODS``, ``ATTRIBUTES``, ``CONSTANTS``) and the
+operators — and ``parse``/``describe``, which refuse what is not in it; the second half
+("running") is ``_Evaluator``, one method per ``ast`` node kind, with the per-call size and work
+rules in ``ref_limits.py``. The whitelist and the evaluator have to be read together, which
+is why they are one file.
 """
 
 from __future__ import annotations

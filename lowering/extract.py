@@ -26,6 +26,13 @@ token limit. The rules:
 Everything is linear in the reply's size: lines are scanned once, comments blanked once, and
 the few regular expressions have bounded repetition, so a multi-megabyte hostile reply costs
 milliseconds to seconds, never hours.
+
+Why this module is long, and how it is read: it is one reader with five stages, each a
+numbered section below — 1. normalising (line endings, invisible characters, reasoning
+sections), 2. fenced blocks and bare PTX (``Segment``), 3. what a stretch of PTX declares
+(``Function``/``Module``, a tolerant scan of text that may be cut off), 4. cleaning the answer,
+5. choosing the answer (``_Candidates``). The stages share the ``Segment`` type and the limits;
+split it along those sections (stage 3 belongs with frontend/ptx.py's reader).
 """
 
 from __future__ import annotations

@@ -27,6 +27,13 @@ How the loop talks to the model, and why:
 Every request (only what changed), reply (text, reasoning, the client's adaptation notes) and
 tool output goes to the transcript; ``on_progress`` gets one line per step. Cancelling the task
 (or setting ``cancel``) stops everything promptly and kills running tools.
+
+Why this module is long, and how it is read: the records the loop returns (``RoundRecord``,
+``CandidateResult``, ``LoopResult``) and its options; then the checks after ptxas, one function
+each, listed in order in ``CANDIDATE_CHECKS``; ``_CandidateRun``, one candidate's rounds (ask,
+extract, compile once, check, feed back); ``_StuckWatch``, which ends a candidate that repeats
+itself; and ``run_loop``, which runs the candidates and keeps the winner. The checks are the
+part to move out first.
 """
 
 from __future__ import annotations
