@@ -558,7 +558,6 @@ async def lower_llm(
         inside_workspace=run.inside,
         accounting=run_summary(result, settings, time.monotonic() - started),
     )
-    run.transcript.record("accounting", **outcome.accounting)
     if run.transcript.write_error:
         outcome.notes.append(run.transcript.write_error)
     if not result.ok or result.best is None:
