@@ -57,6 +57,11 @@ BENCHMARKS = [
               "ptxas runs, PTX reads and time per candidate round of a lowering", "h200"),
     Benchmark("trust", "python bench/ref_bombs.py",
               "what the restricted `ref:` evaluator refuses and how fast"),
+    Benchmark("soak", "python bench/soak_server.py [--basic]",
+              "one server for 5 minutes of mixed traffic: hover latency, memory, every request "
+              "answered, nothing left running"),
+    Benchmark("large-inputs", "python bench/large_inputs.py",
+              "how long a hover waits behind a 100 MB didOpen, a 1M-line file, 3,000 didOpens"),
     Benchmark("emulator-coverage", "python bench/emulator_coverage.py",
               "which library and example kernels the CPU emulator runs, and its verdicts"),
     Benchmark("eval", "python bench/eval_validation.py; bash bench/eval_h200.sh all",

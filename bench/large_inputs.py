@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from raw_lsp import RawServer, frame  # noqa: E402
 
-from machine import gpu_name  # noqa: E402
+from machine import gpu_name, result_path  # noqa: E402
 
 SMALL = ROOT / "examples" / "broken.ptx"
 TEXT = SMALL.read_text()
@@ -106,9 +106,7 @@ def main() -> int:
                "cpu_count": os.cpu_count(), "gpu": gpu_name(), "load_avg": os.getloadavg(),
                "note": "shared 2-core machine, about 8 people working on it"}  # fmt: skip
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    out = ROOT / "bench" / "results" / "large-inputs"
-    out.mkdir(parents=True, exist_ok=True)
-    stem = out / f"{platform.node() or 'machine'}-{time.strftime('%Y-%m-%d', time.gmtime())}"
+    stem = result_path("large-inputs", "json").with_suffix("")
     stem.with_suffix(".json").write_text(
         json.dumps({"when": when, "machine": machine, "rows": rows}, indent=2) + "\n"
     )

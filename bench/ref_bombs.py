@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from ref_bomb_cases import CASES  # noqa: E402
 
-from machine import gpu_name  # noqa: E402
+from machine import gpu_name, result_path  # noqa: E402
 
 CHILD = """
 import importlib.util, json, resource, sys, time
@@ -95,7 +95,7 @@ def main() -> int:
     ap.add_argument("--before", default="3f4090e")
     ap.add_argument("--timeout", type=float, default=20.0)
     ap.add_argument("--limit-gib", type=int, default=5)
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "trust"))
+    ap.add_argument("--out", default=None, help="a folder (default: bench/results/trust/)")
     args = ap.parse_args()
     old = subprocess.run(["git", "show", f"{args.before}:gputest/numpy_ref.py"], cwd=ROOT,
                          capture_output=True, text=True, check=True).stdout  # fmt: skip
@@ -109,16 +109,16 @@ def main() -> int:
             row["after"] = run_case("after", program, args.timeout, args.limit_gib)
             rows.append(row)
             print(json.dumps(row), flush=True)
-    day = time.strftime("%Y-%m-%d", time.gmtime())
     machine = {"platform": platform.platform(), "python": platform.python_version(),
                "cpu_count": os.cpu_count(), "gpu": gpu_name(),
                "note": "shared 2-core machine, 8 people working on it at the time"}  # fmt: skip
     report = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "machine": machine,
               "before": args.before, "timeout_s": args.timeout, "address_space_cap_gib":
               args.limit_gib, "rows": rows}  # fmt: skip
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = out / f"{platform.node() or 'machine'}-{day}"
+    stem = result_path("trust", "json").with_suffix("")
+    if args.out:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        stem = Path(args.out) / stem.name
     stem.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
     after_ok = all(r["after"]["outcome"].startswith("refused") for r in rows)
     peaks = [r["after"]["peak_mb"] or 0 for r in rows]
