@@ -204,10 +204,7 @@ async def triton_reference_ptx(plan, arch: str) -> tuple[dict | None, str]:
         )
     describe = (f"the Triton kernel {build_json.get('kernel', plan.kernel)}, its own PTX "
                 f"(Triton {compiled.version}), emulated")  # fmt: skip
-    # .loc directives blanked (lines kept): the emulator's reader joins a .loc, which has no ';',
-    # to the instruction after it (reported to the emulator's owners)
-    ptx = re.sub(r"(?m)^[ \t]*\.loc\b[^\n]*$", "", compiled.ptx)
-    return {"name": entry, "ptx": ptx, "extra_params": extra, "describe": describe}, ""
+    return {"name": entry, "ptx": compiled.ptx, "extra_params": extra, "describe": describe}, ""
 
 
 def _target(file_target: str | None) -> str:

@@ -123,3 +123,17 @@ def test_the_emulator_worker_runs_without_cuda_python(tmp_path):
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                        cwd=ROOT, timeout=300)  # fmt: skip
     assert p.stdout.split() == ["pass", "True"], p.stdout + p.stderr
+
+
+def test_ptx_with_line_info_runs_as_without(tmp_path):
+    """``.loc`` directives (nvcc -lineinfo, Triton, the sanitizer's line info) carry no
+    semantics: a kernel with one per instruction passes as it does without."""
+    from ptxls.frontend.line_info import add_line_info
+
+    marked = add_line_info((ROOT / "examples" / "vec_add.ptx").read_text(), "vec_add.ptx")
+    assert marked.text.count(".loc") > 10
+    ptx = tmp_path / "vec_add.ptx"
+    ptx.write_text(marked.text)
+    (tmp_path / "vec_add.cu").write_text((ROOT / "examples" / "vec_add.cu").read_text())
+    r = _test(ptx, sizes=[1, 300])
+    assert r.status == "pass" and not r.findings, api.format_table(r)
