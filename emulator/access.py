@@ -258,8 +258,8 @@ def store(w, space: str, addr, values: list, sel, pc: int) -> None:
         if n > 1:  # aligned (misaligned lanes were dropped above): one scatter of whole vectors
             w.memory.scatter_vec(addr, np.stack(vals, axis=1))
         else:
-            for k in range(n):
-                w.memory.scatter(addr + np.uint64(k * size), vals[k])
+            for k in range(n):  # scalar stores (misaligned lanes were dropped above)
+                w.memory.scatter(addr + np.uint64(k * size), vals[k], aligned=True)
         w.memory.wrote(addr, size * n)
         return
     if space == "param":

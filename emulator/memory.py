@@ -205,8 +205,12 @@ class Memory:
         rows = self.data.view(values.dtype).reshape(-1, n)
         rows[(addr - np.uint64(BASE)) // np.uint64(values.dtype.itemsize * n)] = values
 
-    def scatter(self, addr: np.ndarray, values: np.ndarray) -> None:
+    def scatter(self, addr: np.ndarray, values: np.ndarray, aligned: bool = False) -> None:
         values = np.ascontiguousarray(values)
+        if aligned:
+            size = np.uint64(values.dtype.itemsize)
+            self.data.view(values.dtype)[(addr - np.uint64(BASE)) // size] = values
+            return
         dt = values.dtype
         size = dt.itemsize
         off = addr.astype(np.int64) - BASE

@@ -114,7 +114,7 @@ def _cvta(w, ins, sel, pc):
     else:
         a = (
             np.asarray(w.get(src, "u64" if w.widths[src.index] == 64 else "u32", sel, pc)).astype(
-                np.uint64
+                np.uint64, copy=False
             )
             if type(src) is Reg
             else np.asarray(w.get(src, "u64", sel, pc))
@@ -122,7 +122,7 @@ def _cvta(w, ins, sel, pc):
     base = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW}.get(sp, 0)
     r = a - np.uint64(base) if to else a + np.uint64(base)
     t = last_type(ins)
-    w.put(ins.operands[0], r.astype(V.NP[t]), t, sel)
+    w.put(ins.operands[0], r.astype(V.NP[t], copy=False), t, sel)
 
 
 # ---- atomics

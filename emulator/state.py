@@ -180,7 +180,7 @@ class Wave:
                 self.symbol_address(op.base.name) + op.base.offset + op.offset, np.uint64
             )
         base = self.get_reg(op.base, "u64" if self.widths[op.base.index] == 64 else "u32", sel)
-        base = base.astype(np.uint64)
+        base = base.astype(np.uint64, copy=False)
         return base + np.uint64(op.offset & 0xFFFF_FFFF_FFFF_FFFF) if op.offset else base
 
     # ---- special registers

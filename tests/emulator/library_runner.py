@@ -29,6 +29,7 @@ class Run:
     detail: str
     result: emulator.LaunchResult | None
     seconds: float
+    cpu_seconds: float = 0.0  # this process's CPU time in the launch (the machine is shared)
 
 
 def spec_of(name: str) -> dict:
@@ -44,7 +45,7 @@ def _inputs(p: dict, length: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def run_kernel(name: str, n: int, seed: int = 0, ptx: str | None = None,
-               budget: emulator.Budget | None = None) -> Run:  # fmt: skip
+               budget: emulator.Budget | None = None, launch: dict | None = None) -> Run:  # fmt: skip
     spec = spec_of(name)
     text = ptx if ptx is not None else (LIBRARY / name / "kernel.ptx").read_text()
     module = emulator.load(text)
@@ -76,17 +77,17 @@ def run_kernel(name: str, n: int, seed: int = 0, ptx: str | None = None,
             mem.mark_unwritten(addr, a.nbytes)
         arrays[p["name"]], ptrs[p["name"]] = a, addr
         params.append(int(addr).to_bytes(8, "little"))
-    launch = spec["launch"]
+    launch = launch or spec["launch"]  # another PTX of the same kernel may launch differently
     grid = [max(1, exprs.evaluate_int(x, env)) for x in exprs.split_dims(str(launch["grid"]))]
     block = [exprs.evaluate_int(x, env) for x in exprs.split_dims(str(launch["block"]))]
     shared = exprs.evaluate_int(str(launch.get("shared", "0")), env)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     res = emulator.launch(
         module, entry_name(module, spec["kernel"]), grid, block, shared, params, mem, budget
     )
-    secs = time.perf_counter() - t0
+    secs, cpu = time.perf_counter() - t0, time.process_time() - c0
     if res.hang:
-        return Run(name, n, False, f"hang: {res.hang_where}", res, secs)
+        return Run(name, n, False, f"hang: {res.hang_where}", res, secs, cpu)
     names = {k: v.astype(np.float64) for k, v in arrays.items() if _role(spec, k) == "in"}
     names.update({k: v for k, v in env.items()})
     ref = numpy_ref.run(spec["numpy_ref"], names)
@@ -115,7 +116,7 @@ def run_kernel(name: str, n: int, seed: int = 0, ptx: str | None = None,
             if mem.read(ptrs[p["name"]], a.nbytes) != a.tobytes():
                 problems.append(f"input {p['name']} was changed")
     ok = not problems
-    return Run(name, n, ok, "; ".join(problems) or "ok", res, secs)
+    return Run(name, n, ok, "; ".join(problems) or "ok", res, secs, cpu)
 
 
 def entry_name(module: emulator.EmuModule, kernel: str) -> str:
