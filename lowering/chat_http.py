@@ -8,7 +8,7 @@ the first request can leave, longer than everything else ``ptxls lower`` does fi
 read by ``llm_client.py`` itself) and its typed errors. This module gives the same with
 ``asyncio`` streams: ``POST {base_url}/chat/completions`` with ``Authorization: Bearer KEY``
 and the JSON body (``extra_body`` merged), HTTP/1.1 with ``Content-Length`` or chunked replies,
-TLS with the system's certificates, the ``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY`` environment
+TLS with the system's certificates (and certifi's, as httpx), the ``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY`` environment
 (a ``CONNECT`` tunnel for https), and for each HTTP error status the exception class of the same
 name the SDK raises, with ``status_code``, ``body`` (the error object, or the text) and
 ``response.headers``. ``bench/lowering_startup.py`` measures the difference.
@@ -241,6 +241,12 @@ def _tls():
         import ssl
 
         _tls_context = ssl.create_default_context()
+        try:  # the bundle httpx and the SDK use, where installed, besides the system's
+            import certifi
+
+            _tls_context.load_verify_locations(certifi.where())
+        except (ImportError, OSError):
+            pass
     return _tls_context
 
 

@@ -180,3 +180,23 @@ async def test_a_streamed_reply_reports_its_tokens(llm):
     reply = await chat(llm, [Step("ok", usage=usage)])
     assert reply.usage == usage
     assert llm.chat_requests[0].body["stream_options"] == {"include_usage": True}
+
+
+# ---- the transport: the request as the SDK sends it, through a proxy where the environment says
+
+
+async def test_the_request_goes_through_the_http_proxy_the_environment_names(llm, monkeypatch):
+    # the scripted server stands in for the proxy: it gets the absolute-form request line
+    proxy = llm.base_url.rsplit("/v1", 1)[0]
+    monkeypatch.setenv("HTTP_PROXY", proxy)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    reply = await chat(llm, [Step("ok")], base_url="http://llm.invalid/v1")
+    assert reply.text == "ok"
+    seen = llm.chat_requests[0]
+    assert seen.path == "http://llm.invalid:80/v1/chat/completions"
+    assert seen.headers["authorization"] == f"Bearer {SECRET}"
+    monkeypatch.setenv("NO_PROXY", "llm.invalid")
+    with pytest.raises(LlmError) as e:  # bypassed: the made-up host itself is not reachable
+        await chat(llm, [Step("ok")], base_url="http://llm.invalid/v1", retries=0)
+    assert e.value.kind == "unreachable"
