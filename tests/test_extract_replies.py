@@ -99,6 +99,18 @@ def test_the_corpus_covers_every_shape_the_issue_names():
         "cuda_echo_first",
     }
     assert needed <= set(CASES)
+    # issue 20: which block is the answer, chat-template tokens, the reasoning field, dataflow
+    assert {
+        "use_the_first_second_no_tail",
+        "second_one_is_wrong",
+        "final_version_then_original",
+        "before_and_after_in_one_fence",
+        "chatml_tokens_leak_a_second_turn",
+        "llama3_header_and_eot",
+        "phi_end_token",
+        "prefer_the_block_without_dataflow_findings",
+        "kernel_only_in_reasoning_content",
+    } <= set(CASES)
     for name in CASES:
         reply, meta = load(name)
         assert meta["what"] and meta["kernel"] and "expect" in meta, name
