@@ -167,6 +167,7 @@ class _Lines:
         return bisect.bisect_right(self.starts, offset)  # 1-based
 
 
+_LINE_INFO_RE = re.compile(r"(?m)^[ \t]*\.(?:loc|file)\b[^\n;]*")
 _LABEL_RE = re.compile(r"\s*([A-Za-z_$][\w$]*)\s*:(?!:)")
 _GUARD_RE = re.compile(r"@\s*(!?)\s*([%A-Za-z_$][\w$]*)\s*")
 _OPCODE_RE = re.compile(r"([A-Za-z_]\w*(?:\.\w+(?:::\w+)*)*)")
@@ -450,7 +451,9 @@ def decode(text: str) -> Program:
     """The whole module, decoded. Raises Refused for what cannot be read."""
     if not isinstance(text, str) or not text.strip():
         raise Refused("", None, "the PTX text is empty")
-    clean = blank_comments(text)
+    # debug line directives end at the line's end, not at a ';': blanked (same length, lines
+    # kept) so the statement after one is not swallowed into it
+    clean = _LINE_INFO_RE.sub(lambda m: " " * len(m.group(0)), blank_comments(text))
     lines = _Lines(clean)
     mod, problems = parse_ptx(text)
     if problems:

@@ -47,3 +47,18 @@ def test_isa_case(case):
     want = [int(x, 16) for x in case["expect"]]
     assert [f"{v:#010x}" for v in got[: len(want)]] == [f"{v:#010x}" for v in want], case["isa"]
     assert res.findings == [] and not res.hang
+
+
+def test_line_info_directives_do_not_swallow_instructions():
+    """nvcc -lineinfo and Triton put '.loc' lines (no ';') before instructions and labels."""
+    got, res = run_snippet([
+        ".file 1 \"k.cu\"",
+        ".loc 1 3 5",
+        "mov.b32 %r1, 7;",
+        ".loc 1 4 5",
+        "$L__tail:",
+        ".loc 1 5 5",
+        "add.u32 %r1, %r1, 1;",
+        "st.global.b32 [%rd0], %r1;",
+    ])  # fmt: skip
+    assert got[0] == 8 and res.findings == []
