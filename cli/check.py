@@ -253,11 +253,11 @@ async def run_usage(
         say("usage", str(e))
         return EXIT_CANNOT_RUN
     if report.error:
-        return await _usage_refused(file, arch, ptxas, timeout, report, out)
+        return await _usage_refused(file, arch, ptxas, timeout, report, out, fmt)
     return _print_usage(file, report, block, fmt, out)
 
 
-async def _usage_refused(file: str, arch, ptxas, timeout: float, report, out) -> int:
+async def _usage_refused(file: str, arch, ptxas, timeout: float, report, out, fmt="text") -> int:
     """ptxas -v failed: why, through the same check and printer as ``ptxls check`` (the
     cascade folded, the fixes noted); the exit code."""
     if "did not finish within" in report.error:
@@ -269,6 +269,12 @@ async def _usage_refused(file: str, arch, ptxas, timeout: float, report, out) ->
     except (OSError, PtxasUnavailable) as e:
         say("usage", str(e))
         return EXIT_CANNOT_RUN
+    if fmt == "json":  # the problems as check --format json gives them: stdout stays JSON
+        code = print_problems("usage", file, path, result, arch, io.StringIO())
+        problems = [_problem_json(p) for p in result.problems]
+        print(json.dumps({"file": file, "exit_code": code or EXIT_PROBLEMS,
+                          "problems": problems}, indent=2), file=out)  # fmt: skip
+        return code or EXIT_PROBLEMS
     code = print_problems("usage", file, path, result, arch, out)
     if code == EXIT_OK:  # the check found nothing, ptxas -v still refused: say ptxas's words
         say("usage", f"ptxas ({report.tool}) refused {file}: {report.error}")

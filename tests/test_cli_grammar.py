@@ -126,6 +126,8 @@ if not HAS_GPU:  # with a GPU it would time the whole library
     GOOD.append(row("bench", "vec_add", exit=3, err=("no GPU",), said_as="bench"))
 
 BAD = [
+    row("check", "--format", "json", "broken.ptx", exit=1, out=('"severity": "error"',)),
+    row("usage", "--format", "json", "broken.ptx", exit=1, out=('"exit_code": 1',)),
     # the user's code is wrong: 1, printed like check (the cascade folded, the fix noted)
     row(
         "check",
@@ -291,8 +293,8 @@ def test_every_command_on_good_and_bad_input(case: Row, workdir: Path):
     if case.said_as:  # every message line names the command the same way
         lines = [ln for ln in r.stderr.splitlines() if ln.strip() and not ln.startswith(" ")]
         assert lines and all(ln.startswith(f"ptxls {case.said_as}: ") for ln in lines), said
-    if "--format" in case.args and "json" in case.args and case.exit == 0:
-        json.loads(r.stdout)  # the whole of stdout is the document
+    if "--format" in case.args and "json" in case.args and r.stdout.strip():
+        json.loads(r.stdout)  # the whole of stdout is the document, on failure too
 
 
 def test_the_exit_code_table_is_in_the_help():
