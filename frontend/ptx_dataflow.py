@@ -13,6 +13,8 @@ each with its line:
   atomically updates or hands to a call none of them: its results go nowhere;
 - ``stores-nothing``: a kernel without a loop that has no store, atomic, reduction, copy or call
   at all: it has no effect;
+- ``output-never-stored``: a parameter the caller says is an output (the GPU test's spec)
+  that nothing stores through;
 - ``param-never-loaded``: a pointer-sized ``.param`` the body never names (a scalar may be
   unneeded by design: a grid sized to the rows needs no row count).
 
@@ -487,7 +489,9 @@ def _triton_scratch(func: PtxFunction, unused: set[str]) -> set[str]:
     return out
 
 
-def _entry_findings(text: str, clean: str, lines: _Lines, mod: PtxModule, func: PtxFunction):
+def _entry_findings(
+    text: str, clean: str, lines: _Lines, mod: PtxModule, func: PtxFunction, outputs=()
+):
     start, end = func.offsets
     body_start = clean.find("{", start, end)
     if body_start < 0:
@@ -506,6 +510,21 @@ def _entry_findings(text: str, clean: str, lines: _Lines, mod: PtxModule, func: 
     name_line, name_col = func.name_span.start
     name_end = func.name_span.end.col
     pointers, stored = _pointer_facts(func, instrs)
+    for k in outputs:  # the caller knows which parameters are outputs (the test's spec)
+        if 0 <= k < len(func.params) and func.params[k].name not in stored:
+            p = func.params[k]
+            found.append(
+                Finding(
+                    "output-never-stored",
+                    func.name,
+                    p.span.start.line,
+                    p.span.start.col,
+                    p.span.end.col,
+                    f"output parameter '{p.name}' of '{func.name}' is never "
+                    "stored through: the code that writes it is missing",
+                    p.name,
+                )  # fmt: skip
+            )
     if pointers and not (pointers & stored):
         names = ", ".join(p.name for p in func.params if p.name in pointers)
         found.append(
@@ -558,9 +577,11 @@ def check_dataflow(
     module: PtxModule | None = None,
     entry: str | None = None,
     max_lines: int | None = None,
+    outputs: tuple[int, ...] = (),
 ) -> list[Finding]:
     """The findings of every ``.entry`` (or only ``entry``) of a PTX text, in line order.
-    ``max_lines``: entries longer than this many lines are skipped (the editor's lints ask
+    ``outputs``: positions of parameters that must be stored through (the GPU test's ``out``
+    parameters, where the caller knows them). ``max_lines``: entries longer than this many lines are skipped (the editor's lints ask
     for it: about 0.1 ms a line, so a 24,000-line unrolled kernel would cost seconds on
     every edit). Never raises: a text it cannot read gives no finding."""
     try:
@@ -575,7 +596,7 @@ def check_dataflow(
                 continue
             if max_lines is not None and func.span.end.line - func.span.start.line > max_lines:
                 continue
-            found.extend(_entry_findings(text, clean, lines, module, func))
+            found.extend(_entry_findings(text, clean, lines, module, func, outputs))
         return sorted(found, key=lambda f: (f.line, f.col))
     except (RecursionError, ValueError, IndexError):  # a text too odd to read: say nothing
         return []

@@ -28,8 +28,11 @@ from ptxls.frontend.ptx_dataflow import Finding, check_dataflow, describe
 FIX_ROUNDS = 4  # as ptxls check --fix: a fix can uncover the next (.version, then .target)
 
 
-def dataflow_findings(ptx: str, module: PtxModule | None, kernel: str) -> list[Finding]:
-    return check_dataflow(ptx, module, entry=kernel or None)
+def dataflow_findings(
+    ptx: str, module: PtxModule | None, kernel: str, outputs: tuple[int, ...] = ()
+) -> list[Finding]:
+    """``outputs``: positions of the entry's output parameters (the test's ``out`` ones)."""
+    return check_dataflow(ptx, module, entry=kernel or None, outputs=outputs)
 
 
 def dataflow_feedback(findings: list[Finding], elision_hint: str = "") -> str:

@@ -185,6 +185,9 @@ class LoopOptions:
     max_cost: float = 0.0  # with prices set; 0: no cap (ptxls.llm.maxCost)
     price_prompt: float = 0.0  # per million prompt tokens (ptxls.llm.pricePromptPerMTok)
     price_completion: float = 0.0  # per million completion tokens
+    # positions of the source kernel's output parameters (the test spec's "out" ones): the
+    # dataflow check says which of them the candidate never stores through
+    output_params: tuple[int, ...] = ()
 
 
 Progress = Callable[[str], None]
@@ -341,7 +344,7 @@ async def _dataflow_scan(run: _CandidateRun, rec: RoundRecord, cand: Candidate) 
     runs settles them) and for the feedback of a failed test."""
     from .completeness import dataflow_findings
 
-    found = dataflow_findings(cand.ptx, cand.module, cand.kernel)
+    found = dataflow_findings(cand.ptx, cand.module, cand.kernel, run.ctx.opts.output_params)
     run.round_findings = found
     if found:
         run.record("dataflow", rec, findings=[f"{f.kind}: {f.shown()}" for f in found])

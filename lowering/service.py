@@ -305,6 +305,16 @@ def facts_for_test(spec, tested: bool) -> prompt.TestFacts:
     return prompt.TestFacts(launch, sizes, numerics, tested)
 
 
+def output_positions(spec, src: SourceKernel) -> tuple[int, ...]:
+    """Positions of the kernel's ``out`` parameters, where the spec's parameters are the
+    kernel's own in order (CUDA's signature, an original PTX entry); else none."""
+    if spec is None or src.kind not in ("cuda", "ptx"):
+        return ()
+    if src.params is not None and [p.name for p in spec.params] != [p.name for p in src.params]:
+        return ()
+    return tuple(i for i, p in enumerate(spec.params) if p.role == "out")
+
+
 async def default_verifier(src: SourceKernel, job: LowerJob):  # -> (Verifier, why, spec)
     """GPU-test against the source where a GPU is present and there is something to test
     against; otherwise compile-checked only, saying why. The spec is built here, from the
@@ -535,6 +545,7 @@ async def lower_llm(
     opts = loop_options(settings, job)
     opts.arch, opts.isa = run.arch, run.choice.isa
     opts.facts = facts_for_test(run.spec, not run.not_tested_why)
+    opts.output_params = output_positions(run.spec, run.src)
     started = time.monotonic()
     try:
         result = await run_loop(run.src, client=client, opts=opts, transcript=run.transcript,

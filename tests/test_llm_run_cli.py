@@ -186,3 +186,13 @@ def test_replay_reruns_the_checks_of_a_recorded_run_without_a_model(work):
         capture_output=True, text=True, cwd=work, timeout=120,
     )  # fmt: skip
     assert "incomplete" in text.stdout and "agrees with the record" in text.stdout
+
+
+def test_a_kernel_that_writes_an_input_instead_of_the_output_is_told_which(work):
+    # stores the sum into a (an input) instead of c: the test spec says c is the output
+    into_a = GOOD.replace("st.global.f32       [%rd10], %f3;", "st.global.f32       [%rd8], %f3;")
+    assert into_a != GOOD
+    p, llm, records, _ = lower(work, [Step(fenced(into_a)), Step(fenced(GOOD))], "--rounds", "2")
+    assert p.returncode == 0, p.stdout + p.stderr
+    told = llm.chat_requests[1].body["messages"][-1]["content"]
+    assert "output parameter 'vec_add_param_c'" in told and "never stored through" in told

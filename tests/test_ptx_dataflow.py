@@ -180,3 +180,26 @@ def test_a_call_hands_the_pointer_on():
 def test_bad_input_gives_no_finding_and_no_exception():
     for text in ["", "}{", ".entry", ".entry k( {", "\x00" * 10, ".entry k() { @ ; [ , ] }"]:
         assert check_dataflow(text) == []
+
+
+def test_an_output_the_caller_names_and_nothing_stores_through_is_found():
+    text = (DATA / "complete_saxpy_relu.ptx").read_text()
+    assert check_dataflow(text, outputs=(2,)) == []  # out is stored through
+    two = (
+        text.replace(
+            "    .param .u32 saxpy_relu_param_n\n",
+            "    .param .u32 saxpy_relu_param_n,\n    .param .u64 saxpy_relu_param_out2\n",
+        )
+        .replace(".reg .b64   %rd<12>;", ".reg .b64   %rd<13>;")
+        .replace(
+            "    ld.param.u32        %r1, [saxpy_relu_param_n];\n",
+            "    ld.param.u32        %r1, [saxpy_relu_param_n];\n"
+            "    ld.param.u64        %rd12, [saxpy_relu_param_out2];\n",
+        )
+    )
+    assert two != text
+    # without knowing the outputs nothing is wrong: one pointer is stored through
+    assert check_dataflow(two) == []
+    found = check_dataflow(two, outputs=(2, 5))
+    assert [(f.kind, f.name) for f in found] == [("output-never-stored", "saxpy_relu_param_out2")]
+    assert two.splitlines()[found[0].line].strip().startswith(".param .u64 saxpy_relu_param_out2")
