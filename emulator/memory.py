@@ -25,6 +25,13 @@ class Allocation:
     live: bool = True
 
 
+def _index(addr: np.ndarray, size: int) -> np.ndarray:
+    """Element index of aligned addresses in the byte array viewed as size-byte elements
+    (a shift: sizes are powers of two); int64, numpy's native index type."""
+    off = addr.view(np.int64) - BASE if addr.dtype == np.uint64 else addr.astype(np.int64) - BASE
+    return off >> (size.bit_length() - 1)
+
+
 class Memory:
     """``alloc(nbytes, name) -> addr``, ``free(addr)``, ``write(addr, bytes)``,
     ``read(addr, n) -> bytes``; ``allocation_at(addr)`` names a buffer for a report."""
@@ -177,7 +184,7 @@ class Memory:
         """Values of type dt at each (in-bounds) address; ``aligned``: the caller checked."""
         dt = np.dtype(dt)
         if aligned:
-            return self.data.view(dt)[(addr - np.uint64(BASE)) // np.uint64(dt.itemsize)]
+            return self.data.view(dt)[_index(addr, dt.itemsize)]
         off = addr.astype(np.int64) - BASE
         size = dt.itemsize
         if size == 1:
@@ -197,19 +204,18 @@ class Memory:
         dt = np.dtype(dt)
         width = dt.itemsize * n
         rows = self.data.view(dt).reshape(-1, n)
-        return rows[(addr - np.uint64(BASE)) // np.uint64(width)]
+        return rows[_index(addr, width)]
 
     def scatter_vec(self, addr: np.ndarray, values: np.ndarray) -> None:
         """values [lanes, n] to addresses aligned to the vector's bytes."""
         n = values.shape[1]
         rows = self.data.view(values.dtype).reshape(-1, n)
-        rows[(addr - np.uint64(BASE)) // np.uint64(values.dtype.itemsize * n)] = values
+        rows[_index(addr, values.dtype.itemsize * n)] = values
 
     def scatter(self, addr: np.ndarray, values: np.ndarray, aligned: bool = False) -> None:
         values = np.ascontiguousarray(values)
         if aligned:
-            size = np.uint64(values.dtype.itemsize)
-            self.data.view(values.dtype)[(addr - np.uint64(BASE)) // size] = values
+            self.data.view(values.dtype)[_index(addr, values.dtype.itemsize)] = values
             return
         dt = values.dtype
         size = dt.itemsize

@@ -22,6 +22,7 @@ is reported (divergent barrier, or a sync mask naming lanes that never come) and
 from __future__ import annotations
 
 import time
+from functools import cached_property
 
 import numpy as np
 
@@ -46,8 +47,6 @@ class Scheduler:
         self.stalled: dict[int, int] = {}  # pc -> progress counter when it stalled
         self.progress = 0
         self.cursor = -1
-        self.bar_wait = np.full(n, -1, dtype=np.int16)  # barrier id a thread waits at
-        self.bar_resume = np.zeros(n, dtype=np.int32)  # where it goes on release
         self.bar_count = np.zeros((wave.nblocks, NUM_BARRIERS), dtype=np.int64)
         self.bar_expected = np.zeros((wave.nblocks, NUM_BARRIERS), dtype=np.int64)
         self.bar_line = np.zeros((wave.nblocks, NUM_BARRIERS), dtype=np.int64)
@@ -59,6 +58,14 @@ class Scheduler:
             self.lanes_absent[last] = np.uint64(((1 << 32) - 1) ^ ((1 << tail) - 1))
         self.steps = 0
         self.done = not self.groups
+
+    @cached_property
+    def bar_wait(self) -> np.ndarray:  # the barrier id a thread waits at (-1: none)
+        return np.full(self.w.N, -1, dtype=np.int16)
+
+    @cached_property
+    def bar_resume(self) -> np.ndarray:  # where it goes on release
+        return np.zeros(self.w.N, dtype=np.int32)
 
     # ---- groups
 
@@ -177,7 +184,7 @@ class Scheduler:
             text = self.instrs[pc].text if pc < len(self.instrs) else "end"
             b = self.w.block_of(int(idx[0]))
             parts.append(f"line {line} ({text}): {idx.size} threads, first in block {b}")
-        waiting = int((self.bar_wait >= 0).sum())
+        waiting = int((self.bar_wait >= 0).sum()) if "bar_wait" in self.__dict__ else 0
         if waiting:
             parts.append(f"{waiting} threads waiting at barriers")
         self.result.hang_where = f"stopped at {what}: " + "; ".join(parts)
@@ -244,6 +251,8 @@ class Scheduler:
             if (self.bar_count[:, bar_id] > 0).any() and self._release(bar_id, forced=False):
                 return True
         for bar_id in range(NUM_BARRIERS):
+            if "bar_wait" not in self.__dict__:
+                break
             if (self.bar_wait == bar_id).any() and self._release(bar_id, forced=True):
                 return True
         if self.stalled:  # warp-synchronous waits whose lanes never come

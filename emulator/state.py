@@ -11,6 +11,8 @@ every thread of the wave is at the instruction, else a sorted int64 array of thr
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 
 from . import values as V
@@ -45,13 +47,7 @@ class Wave:
         self.block_ids = np.asarray(blocks, dtype=np.int64)
         # per-thread coordinates built from one block's pattern (repeat/tile: no divisions)
         self.all_idx = np.arange(n, dtype=np.int64)
-        nb = len(blocks)
-        self.slot = np.repeat(np.arange(nb, dtype=np.int64), bt)  # resident block of a thread
-        block_lin = np.arange(bt, dtype=np.int64)
-        self.lin = np.tile(block_lin, nb)  # linear thread index inside its block
         self.warps_per_block = (bt + 31) // 32
-        self.gwarp = np.tile(block_lin // 32, nb) + self.slot * self.warps_per_block
-        self.lane = np.tile((block_lin % 32).astype(np.uint32), nb)
         self.nwarps = self.nblocks * self.warps_per_block
         self._special_cache: dict[str, np.ndarray] = {}
         self.regs: list[np.ndarray | None] = [None] * len(func.regs)
@@ -84,6 +80,26 @@ class Wave:
     def line_of(self, pc: int) -> int:
         ins = self.func.instrs
         return ins[pc].line if 0 <= pc < len(ins) else 0
+
+    # ---- per-thread coordinates, built on first use (vec_add needs none of them) from one
+    # block's pattern: repeat/tile, no divisions
+
+    @cached_property
+    def slot(self) -> np.ndarray:  # the resident block a thread is in
+        return np.repeat(np.arange(self.nblocks, dtype=np.int64), self.block_threads)
+
+    @cached_property
+    def lin(self) -> np.ndarray:  # linear thread index inside its block
+        return np.tile(np.arange(self.block_threads, dtype=np.int64), self.nblocks)
+
+    @cached_property
+    def gwarp(self) -> np.ndarray:  # wave-wide warp number
+        block_warp = np.arange(self.block_threads, dtype=np.int64) // 32
+        return np.tile(block_warp, self.nblocks) + self.slot * self.warps_per_block
+
+    @cached_property
+    def lane(self) -> np.ndarray:
+        return np.tile((np.arange(self.block_threads) % 32).astype(np.uint32), self.nblocks)
 
     # ---- selections
 
