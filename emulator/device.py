@@ -21,8 +21,6 @@ process runs it, so a runaway emulation is killed with its process.
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 import ptxls.emulator as emu
@@ -145,21 +143,11 @@ class Module:
     def __init__(self, ptx: str):
         dev = _device()
         try:
-            self.emu = emu.load(_without_loc(ptx))
+            self.emu = emu.load(ptx)
         except emu.Refused as e:
             raise Refused(e) from None
         self.emu.bind(dev.memory)  # its .global variables, initialised, in the device's memory
         self.ptx = ptx
-
-
-_LOC = re.compile(r"(?m)^[ \t]*\.loc\b[^\n]*$")
-
-
-def _without_loc(ptx: str) -> str:
-    """``.loc`` directives (debug line info: nvcc -lineinfo, Triton) blanked, lines kept: the
-    engine's reader joins a ``.loc``, which ends without ';', to the next instruction and loses
-    it (its owners are told); they carry no semantics."""
-    return _LOC.sub("", ptx)
 
 
 def load_ptx(ptx: str) -> Module:

@@ -127,8 +127,8 @@ def test_the_emulator_worker_runs_without_cuda_python(tmp_path):
 
 def test_nvcc_lineinfo_ptx_runs_as_without(tmp_path):
     """``.loc`` directives (nvcc -lineinfo, Triton) carry no semantics: nvcc -lineinfo's PTX of
-    vec_add.cu passes like its PTX without them (the engine's reader lost instructions after
-    nvcc's .loc lines; emulator/device.py blanks them)."""
+    vec_add.cu passes like its PTX without them (the engine's reader once lost the instruction
+    after each of nvcc's .loc lines)."""
     from ptxls.gputest.sanitize_cuda import cuda_ptx
 
     built = asyncio.run(cuda_ptx((ROOT / "examples" / "vec_add.cu").read_text(), arch="sm_90"))
