@@ -164,3 +164,48 @@ def test_server_started_in_the_folder_and_its_gpu_test(tmp_path, how):
         reply = _server_run_gpu_test(server, folder)
     assert "result" in reply, reply
     assert_no_marker(markers)
+
+
+FAKE_SANITIZER = """#!/bin/sh
+# stands in for compute-sanitizer: drops its options and runs the program it was given
+case "$1" in --version) echo "Version 2025.3.1.0"; exit 0;; esac
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --tool|--log-file|--print-limit|--show-backtrace|--target-processes|--kernel-name|--racecheck-report)
+      shift 2;;
+    *) break;;
+  esac
+done
+exec "$@"
+"""
+
+
+def test_the_sanitizers_child_runs_isolated(hostile, tmp_path, monkeypatch):
+    """compute-sanitizer starts the GPU worker as its own child (gputest/sanitize.py); a
+    stand-in sanitizer here runs the worker it is given, so the child starts without a GPU (and
+    answers "no device"), with the hostile folder as the working directory of this process."""
+    import asyncio
+
+    from ptxls.gputest.sanitize import SanitizedSupervisor
+    from ptxls.toolchain.sanitizer import Sanitizer
+    from ptxls.toolchain.sanitizer import command as sanitizer_command
+
+    folder, markers = hostile
+    fake = tmp_path / "compute-sanitizer"
+    fake.write_text(FAKE_SANITIZER)
+    fake.chmod(0o755)
+    monkeypatch.chdir(folder)
+    env = clean_env(CUDA_VISIBLE_DEVICES="")
+    cmd = sanitizer_command(Sanitizer(str(fake), "test", "2025.3.1.0"), "memcheck",
+                            str(tmp_path / "log"), default_command(environ=env), "vec_add")  # fmt: skip
+
+    async def hello():
+        sup = SanitizedSupervisor(cmd, env=env)
+        try:
+            return await sup.request({"op": "hello"}, 120)
+        finally:
+            await sup.close()
+
+    reply = asyncio.run(hello())
+    assert reply.data.get("no_device") or reply.data.get("ok"), reply
+    assert_no_marker(markers)
