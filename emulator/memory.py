@@ -125,21 +125,43 @@ class Memory:
         if self.unwritten is not None:
             self.unwritten[off : off + n] = False
 
+    def _unwritten_words(self, size: int):
+        """The per-byte 'unwritten' flags viewed as one word per aligned size-byte access
+        (a single gather per access), or None for other sizes."""
+        if size in (1, 2, 4, 8):
+            return self.unwritten.view(
+                {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[size]
+            )
+        if size == 16:
+            return self.unwritten.view(np.uint64).reshape(-1, 2)
+        return None
+
     def unwritten_lanes(self, addr: np.ndarray, size: int) -> np.ndarray | None:
-        """Which lanes' [addr, addr+size) include a byte nothing wrote (None: none do)."""
+        """Which lanes' [addr, addr+size) include a byte nothing wrote (None: none do).
+        Accesses reaching here are aligned to their size (checked before)."""
         if self.unwritten is None or addr.size == 0:
             return None
-        off = addr.astype(np.int64) - BASE
-        bad = np.zeros(addr.shape, dtype=bool)
-        for k in range(size):
-            bad |= self.unwritten[off + k]
+        words = self._unwritten_words(size)
+        if words is not None:
+            hit = words[_index(addr, size)]
+            bad = hit.any(axis=1) if hit.ndim == 2 else hit != 0
+        else:
+            off = addr.astype(np.int64) - BASE
+            bad = np.zeros(addr.shape, dtype=bool)
+            for k in range(size):
+                bad |= self.unwritten[off + k]
         return bad if bad.any() else None
 
     def wrote(self, addr: np.ndarray, size: int) -> None:
-        if self.unwritten is not None and addr.size:
-            off = addr.astype(np.int64) - BASE
-            for k in range(size):
-                self.unwritten[off + k] = False
+        if self.unwritten is None or addr.size == 0:
+            return
+        words = self._unwritten_words(size)
+        if words is not None:
+            words[_index(addr, size)] = 0
+            return
+        off = addr.astype(np.int64) - BASE
+        for k in range(size):
+            self.unwritten[off + k] = False
 
     def allocation_at(self, addr: int) -> Allocation | None:
         i = bisect.bisect_right(self._starts, int(addr)) - 1
