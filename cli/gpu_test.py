@@ -177,6 +177,8 @@ def run(args: argparse.Namespace) -> int:
         print(short_tokens("\n\n".join(markdown_to_text(format_table(r)) for r in reports)))
     if any(r.status == "no-gpu" for r in reports):
         return EXIT_NO_GPU
+    if any(r.refused for r in reports) and all(r.passed or r.refused for r in reports):
+        return EXIT_CANNOT_RUN  # the emulator lacks an instruction: the kernel was not tested
     if not all(r.passed for r in reports):
         return EXIT_FAIL
     return EXIT_PASSED_EMULATED if any(r.emulated for r in reports) else EXIT_PASS

@@ -105,7 +105,7 @@ async def run_on_emulator(plan, report: TestReport, why: str = "") -> None:
             bad.messages.append(report.summary)
     elif data.get("refused") or (data.get("result") or {}).get("load", {}).get("refused"):
         report.status = ERROR
-        report.summary = data.get("refused") or data["result"]["load"]["refused"]
+        report.summary = report.refused = data.get("refused") or data["result"]["load"]["refused"]
     report.findings = findings_of(report.cases)
     if report.status == FAIL and not report.summary and report.findings:
         report.summary = report.findings[0]["text"]

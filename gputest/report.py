@@ -75,6 +75,9 @@ class TestReport:
     sanitizer: list[dict] = field(default_factory=list)
     # the CPU emulator's findings (gputest/emulated.py), one per kind/line/text, same shape
     findings: list[dict] = field(default_factory=list)
+    # the emulator does not implement an instruction of the kernel (named, with its line):
+    # nothing ran, which says nothing about the kernel (status "error")
+    refused: str = ""
 
     @property
     def passed(self) -> bool:

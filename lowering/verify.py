@@ -103,7 +103,8 @@ def from_report(report) -> VerifyResult:
             "seed": report.seed,
         },
     )
-    if report.status in (NO_GPU, SPEC_ERROR):
+    if report.status in (NO_GPU, SPEC_ERROR) or getattr(report, "refused", ""):
+        # (the emulator lacking an instruction is no fault of the candidate either)
         return VerifyResult(
             ok=True,
             tested=False,

@@ -65,4 +65,5 @@ def test_an_instruction_the_emulator_lacks_is_named_and_nothing_runs():
     [report] = json.loads(r.stdout)
     assert report["status"] == "error" and not report["cases"]
     assert report["summary"].startswith("the emulator does not implement wgmma")
-    assert r.returncode == 1
+    assert report["refused"] == report["summary"]
+    assert r.returncode == 2  # cannot run (here): not a verdict on the kernel
