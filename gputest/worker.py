@@ -103,6 +103,9 @@ class Worker:
             return {"ok": False, "no_device": self.no_device}
         cd = self.cd
         if self.device == "cpu":
+            # a fresh emulated memory per test: freed buffers are not reused, and a warm worker
+            # (the editor's) would otherwise grow with every test
+            cd.reset()
             cd.set_budget(req.get("budget") or cd.DEFAULT_BUDGET, req.get("hang_seconds"))
             cd.take_findings()  # nothing from an earlier request
             self._ran = cd.statistics()["thread_instructions"]
