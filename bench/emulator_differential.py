@@ -134,9 +134,37 @@ def verdict(report) -> dict:
     }
 
 
+async def nvcc_items() -> list[dict]:
+    """nvcc -O3's PTX of each library reference.cu, tested with the library's spec (numpy
+    reference, no baseline): the instruction mix a compiler emits, on both sides."""
+    from ptxls.gputest.emulated import cuda_to_ptx
+    from ptxls.gputest.spec import spec_from_json
+
+    out = []
+    for d in sorted(LIB.iterdir()):
+        cu, spec_file = d / "reference.cu", d / "spec.json"
+        if not cu.is_file() or not spec_file.is_file() or d.name == "hgemm_wgmma":
+            continue
+        spec, _ = spec_from_json(spec_file.read_text())
+        ptx, entry, err = await cuda_to_ptx(cu.read_text(), spec.kernel, "sm_90", None)
+        if err or spec is None:
+            print(f"{d.name} (nvcc): not built: {err[:200]}", flush=True)
+            continue
+        spec.kernel, spec.reference = entry, None
+        out.append({"name": f"{d.name} (nvcc -O3)", "group": "nvcc -O3", "ptx": ptx,
+                    "kernel": entry, "spec": spec, "path": cu})  # fmt: skip
+    return out
+
+
 async def run_item(it: dict, device: str, sizes, sup, emu_sup) -> object:
     from ptxls.gputest import api
 
+    if it.get("spec") is not None:  # nvcc's PTX with the library's spec
+        return await api.run_gpu_test(
+            it["ptx"], it["kernel"], it["spec"], seed=it["seed"], sizes=sizes, device=device,
+            time_it=False, timeout_s=120, supervisor=sup, emulator_supervisor=emu_sup,
+            emulator_budget=BUDGET,
+        )  # fmt: skip
     text = Path(it["path"]).read_text()
     ref = Path(it["ref"]).read_text() if it.get("ref") else None
     return await api.run_gpu_test(
@@ -159,6 +187,8 @@ async def main(argv: list[str]) -> int:
     ap.add_argument("--self-check", action="store_true", help="the 'GPU' side on the emulator too")
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--render", metavar="JSON", help="only write the .md of a results .json")
+    ap.add_argument("--nvcc", action="store_true", help="also nvcc -O3's PTX of each reference.cu")
+    ap.add_argument("--tag", default="", help="added to the results' file name")
     args = ap.parse_args(argv)
     if args.render:
         data = json.loads(Path(args.render).read_text())
@@ -173,12 +203,17 @@ async def main(argv: list[str]) -> int:
         d.mkdir()
     env = {k: {**os.environ, "PTXLS_HARNESS_DUMP_OUTPUTS": str(v)} for k, v in dumps.items()}
     todo = items()
+    if args.nvcc:
+        extra = await nvcc_items()
+        for i, it in enumerate(extra):
+            it["seed"] = 1000 * (len(todo) + i + 1)
+        todo += extra
     if args.only:
         todo = [i for i in todo if any(o in i["name"] for o in args.only)]
     # one item per kernel entry (the planted files hold several)
     expanded = []
     for it in todo:
-        text = Path(it["path"]).read_text()
+        text = it.get("ptx") or Path(it["path"]).read_text()
         names = [it["kernel"]] if it.get("kernel") else [e.name for e in find_entries(text)]
         for k, name in enumerate(names):
             expanded.append({**it, "kernel": name, "seed": it["seed"] + 100 * k,
@@ -227,7 +262,7 @@ async def main(argv: list[str]) -> int:
     }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    stem = out / f"{'self' if args.self_check else 'h200'}-{meta['date']}"
+    stem = out / f"{'self' if args.self_check else 'h200'}-{meta['date']}{args.tag}"
     stem.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     stem.with_suffix(".md").write_text(markdown(rows, meta))
     print(markdown(rows, meta))
@@ -254,7 +289,7 @@ def _row(it, emu, gpu, emu_s, gpu_s, dumps) -> dict:
                 continue
             cmp = compare_arrays(np.load(f), np.load(g))
             outputs.append({"case": c.index, "n": c.n, "output": f.stem.split("-", 1)[1], **cmp})
-    text = Path(it["path"]).read_text()
+    text = it.get("ptx") or Path(it["path"]).read_text()
     identical = sum(o["identical"] for o in outputs)
     worst = max((o.get("max_ulps", 0) for o in outputs), default=0)
     summary = f"{identical}/{len(outputs)} bit-identical" + (f", max {worst} ulp" if worst else "")
