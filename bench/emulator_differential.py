@@ -74,7 +74,10 @@ def ptx_traits(text: str) -> list[str]:
         traits.append("mul+add (contractible)")
     if re.search(r"\bmma\.sync\b", text):
         traits.append("mma (accumulation order)")
-    if re.search(r"\bld\.(relaxed|acquire|volatile)(\.\w+)*\.global\b", text) and "add.f32" in text:
+    # a flag or aggregate read across blocks (look-back), global or generic address
+    if re.search(r"\bld\.(relaxed|acquire|volatile)\.", text) and re.search(
+        r"\badd(\.rn)?\.f32", text
+    ):
         traits.append("cross-block float sums (look-back order)")
     return traits
 
