@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from . import ops_control, ops_convert, ops_float, ops_int, ops_mem, ops_mma, ops_warp  # noqa: F401
 from .calls import inline_calls
-from .decode import Function, Program, Var, decode
+from .decode import Function, Pair, Program, Reg, Sink, Var, Vec, decode
 from .errors import Refused
 from .memory import Memory
 from .ops_common import HANDLERS, PREPARE
@@ -49,6 +49,7 @@ def _bind(func: Function) -> None:
         if h is None:
             why = _WHY.get(op) or f"the instruction '{op}' is not emulated"
             raise Refused(ins.text, ins.line, why)
+        _check_operands(ins)
         prep = PREPARE.get(op)
         if prep is not None:
             try:
@@ -58,6 +59,37 @@ def _bind(func: Function) -> None:
             except Exception as e:  # a malformed instruction: refuse it, with the reason
                 raise Refused(ins.text, ins.line, f"cannot be read: {e}") from None
         ins.run = h
+
+
+# Instructions whose first operand is written: it must be a register (or vector / pair of them).
+_WRITES_FIRST = {
+    "add", "sub", "mul", "mad", "mul24", "mad24", "div", "rem", "abs", "neg", "not", "cnot",
+    "popc", "clz", "brev", "bfind", "and", "or", "xor", "min", "max", "shl", "shr", "shf",
+    "bfe", "bfi", "prmt", "lop3", "setp", "set", "selp", "slct", "mov", "cvt", "cvta", "ld",
+    "ldu", "atom", "fma", "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "testp",
+    "copysign", "shfl", "vote", "match", "redux", "activemask", "ldmatrix", "mma",
+}  # fmt: skip
+_MIN_OPERANDS = {"add": 3, "sub": 3, "mul": 3, "mad": 4, "fma": 4, "div": 3, "rem": 3, "and": 3,
+                 "or": 3, "xor": 3, "min": 3, "max": 3, "shl": 3, "shr": 3, "shf": 4, "bfe": 4,
+                 "bfi": 5, "prmt": 4, "lop3": 5, "setp": 3, "set": 3, "selp": 4, "slct": 4,
+                 "mov": 2, "cvt": 2, "cvta": 2, "ld": 2, "ldu": 2, "st": 2, "atom": 3, "red": 2,
+                 "shfl": 5, "vote": 3, "match": 3, "redux": 3, "mma": 4, "ldmatrix": 2,
+                 "abs": 2, "neg": 2, "not": 2, "cnot": 2, "popc": 2, "clz": 2, "brev": 2,
+                 "bfind": 2, "rcp": 2, "sqrt": 2, "rsqrt": 2, "ex2": 2, "lg2": 2, "sin": 2,
+                 "cos": 2, "tanh": 2, "testp": 2, "copysign": 3, "bra": 1}  # fmt: skip
+
+
+def _check_operands(ins) -> None:
+    """The shape every handler relies on: enough operands, a register where one is written."""
+    need = _MIN_OPERANDS.get(ins.op)
+    if need is not None and len(ins.operands) < need:
+        raise Refused(ins.text, ins.line, f"'{ins.op}' needs {need} operands")
+    if ins.op in _WRITES_FIRST and ins.op != "cvt" or ins.op == "cvt" and len(ins.operands) == 2:
+        first = ins.operands[0] if ins.operands else None
+        if type(first) not in (Reg, Vec, Pair, Sink) or (
+            type(first) is Vec and not all(type(x) in (Reg, Sink) for x in first.items)
+        ):
+            raise Refused(ins.text, ins.line, "the destination must be a register")
 
 
 @dataclass

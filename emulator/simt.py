@@ -27,6 +27,7 @@ from functools import cached_property
 import numpy as np
 
 from . import errors as E
+from .errors import Refused
 from .state import ALL, Wave
 
 NUM_BARRIERS = 16
@@ -147,7 +148,14 @@ class Scheduler:
             self.hooks.before(ins, run_idx)
         self._new_stalls = []
         w.pending_undefined = None
-        nxt = ins.run(w, ins, sel, pc)
+        try:
+            nxt = ins.run(w, ins, sel, pc)
+        except (TypeError, IndexError, KeyError, ValueError, AttributeError) as e:
+            # an instruction whose operands do not fit it (bad PTX that ptxas would reject):
+            # refused with its line, never a traceback
+            raise Refused(
+                ins.text, ins.line, f"its operands do not fit the instruction ({e})"
+            ) from None
         moved = run_idx.size < idx.size
         if nxt is None:
             self.add(pc + 1, run_idx)
