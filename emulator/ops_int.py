@@ -13,8 +13,44 @@ U64 = np.uint64
 
 def _prep_type(ins):
     ins.info = last_type(ins)
+    if ("cc" in ins.mods or ins.op in ("addc", "subc", "madc")) and ins.info not in (
+        "u32",
+        "s32",
+        "u64",
+        "s64",
+        "b32",
+        "b64",
+    ):
+        refuse(ins, "carry flags (.cc) on this type are not emulated")
+
+
+# ---- the carry flag (CC.CF): one per thread, written by .cc, read by addc/subc/madc
+
+
+def _carry(w, sel):
+    if getattr(w, "carry", None) is None:
+        w.carry = np.zeros(w.N, dtype=np.uint8)
+    return w.carry[sel]
+
+
+def _set_carry(w, sel, cout):
+    _carry(w, sel)
+    w.carry[sel] = np.broadcast_to(np.asarray(cout, dtype=np.uint8), w.carry[sel].shape)
+
+
+def _with_carry(w, ins, sel, pc, a, b, t, subtract: bool):
+    """a ± b (± CF for addc/subc/madc); writes CF when the instruction has .cc."""
+    from .semantics import integer
+
+    cin = _carry(w, sel) if ins.op in ("addc", "subc", "madc") else None
+    a, b = np.broadcast_arrays(np.atleast_1d(a), np.atleast_1d(b))
+    fn = integer.sub_cc if subtract else integer.add_cc
+    r, cout = fn(a, b, t, cin)
     if "cc" in ins.mods:
-        refuse(ins, "carry flags (.cc) are not emulated")
+        _set_carry(w, sel, cout)
+    if isinstance(sel, slice) and r.size == 1 and w.N != 1:
+        r = np.broadcast_to(r, (w.N,)).copy()
+    return r
 
 
 def _bits(t: str) -> int:
@@ -25,7 +61,7 @@ def _sat32(x64):
     return np.clip(x64, -(2**31), 2**31 - 1).astype(np.int32)
 
 
-@handler("add", "sub", prepare=_prep_type)
+@handler("add", "sub", "addc", "subc", prepare=_prep_type)
 def _add_sub(w, ins, sel, pc):
     t = ins.info
     if t[0] == "f" or t in ("bf16", "bf16x2", "f16x2"):
@@ -34,7 +70,9 @@ def _add_sub(w, ins, sel, pc):
         return arith(w, ins, sel, pc)
     a = w.get(ins.operands[1], t, sel, pc)
     b = w.get(ins.operands[2], t, sel, pc)
-    if "sat" in ins.mods and t == "s32":
+    if "cc" in ins.mods or ins.op in ("addc", "subc"):
+        r = _with_carry(w, ins, sel, pc, a, b, t, ins.op in ("sub", "subc"))
+    elif "sat" in ins.mods and t == "s32":
         r = a.astype(np.int64) + b if ins.op == "add" else a.astype(np.int64) - b
         r = _sat32(r)
     else:
@@ -87,7 +125,7 @@ def _mul(w, ins, sel, pc):
     w.put(ins.operands[0], np.asarray(r).astype(V.NP[rt], copy=False), rt, sel)
 
 
-@handler("mad", "mad24", prepare=_prep_type)
+@handler("mad", "mad24", "madc", prepare=_prep_type)
 def _mad(w, ins, sel, pc):
     t = ins.info
     if t[0] == "f" or t in ("bf16", "bf16x2", "f16x2"):
@@ -96,7 +134,9 @@ def _mad(w, ins, sel, pc):
         return fma(w, ins, sel, pc)
     r, rt = _mul_core(w, ins, sel, pc, t)
     c = w.get(ins.operands[3], rt, sel, pc)
-    if "sat" in ins.mods and t == "s32":
+    if "cc" in ins.mods or ins.op == "madc":
+        r = _with_carry(w, ins, sel, pc, np.asarray(r).astype(V.NP[rt], copy=False), c, rt, False)
+    elif "sat" in ins.mods and t == "s32":
         r = _sat32(np.asarray(r).astype(np.int64) + c)
     else:
         r = np.asarray(r).astype(V.NP[rt], copy=False) + c
