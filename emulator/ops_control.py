@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from . import errors as E
-from .decode import Imm
 from .ops_common import handler, refuse
 
 
@@ -42,8 +41,14 @@ def _prep_bar(ins):
     if ins.op == "bar" and "warp" in mods:
         ins.info = ("warp", None)
         return
-    if "red" in mods:
-        refuse(ins, "bar.red (barrier with reduction) is not emulated")
+    if "red" in mods:  # bar.red.{popc.u32,and.pred,or.pred} d, a{, b}, {!}c
+        op = next((m for m in ins.mods if m in ("popc", "and", "or")), None)
+        if op is None or len(ins.operands) < 3:
+            refuse(
+                ins, "bar.red needs .popc, .and or .or, a destination, a barrier and a predicate"
+            )
+        ins.info = ("red", op)
+        return
     wait = not ({"arrive"} & mods)
     ins.info = ("cta", wait)
 
@@ -58,16 +63,25 @@ def _bar(w, ins, sel, pc):
         ready = sync_wait(w, ins, sel, pc, ins.operands[0])
         return [(pc + 1, ready)]
     ops = ins.operands
+    if kind == "red":  # the predicate is kept until the barrier releases with the reduction
+        pred = np.broadcast_to(np.asarray(w.get(ops[-1], "pred", sel, pc)), idx.shape)
+        w.sched.bar_pred[idx] = pred
+        red_op = wait  # ("red", popc|and|or)
+        w.sched.bar_red[_bar_id(w, ins, ops[1], sel, pc)] = (ops[0], red_op)
+        ops, wait = ops[1:-1], True
     bar_id = 0
     if ops:
-        b = w.get(ops[0], "u32", sel, pc)
-        if np.ndim(b) and b.size and not (b == b[0]).all():
-            refuse(ins, "a barrier id that differs between threads")
-        bar_id = int(np.asarray(b).reshape(-1)[0]) if np.ndim(b) else int(b)
+        bar_id = _bar_id(w, ins, ops[0], sel, pc)
     count = None
     if len(ops) > 1:
         c = w.get(ops[1], "u32", sel, pc)
         count = int(np.asarray(c).reshape(-1)[0])
-    if type(ops[0] if ops else None) is Imm or True:
-        w.sched.barrier(pc, idx, bar_id, count, wait)
+    w.sched.barrier(pc, idx, bar_id, count, wait)
     return []
+
+
+def _bar_id(w, ins, op, sel, pc) -> int:
+    b = w.get(op, "u32", sel, pc)
+    if np.ndim(b) and b.size and not (b == b[0]).all():
+        refuse(ins, "a barrier id that differs between threads")
+    return int(np.asarray(b).reshape(-1)[0]) if np.ndim(b) else int(b)

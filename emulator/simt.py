@@ -68,6 +68,14 @@ class Scheduler:
     def bar_resume(self) -> np.ndarray:  # where it goes on release
         return np.zeros(self.w.N, dtype=np.int32)
 
+    @cached_property
+    def bar_pred(self) -> np.ndarray:  # bar.red: each thread's predicate
+        return np.zeros(self.w.N, dtype=bool)
+
+    @cached_property
+    def bar_red(self) -> dict:  # barrier id -> (bar.red's destination, its kind)
+        return {}
+
     # ---- groups
 
     def add(self, pc: int, idx: np.ndarray) -> None:
@@ -246,12 +254,28 @@ class Scheduler:
         self.bar_count[done, bar_id] = 0
         self.bar_expected[done, bar_id] = 0
         w.tracker.barrier(np.nonzero(done)[0])
+        red = self.__dict__.get("bar_red", {}).pop(bar_id, None)
+        if red is not None and waiting.size:  # bar.red: the block's reduction to every thread
+            self._reduce(red, waiting)
         if waiting.size:
             self.bar_wait[waiting] = -1
             resume = self.bar_resume[waiting]
             for pc in np.unique(resume):
                 self.add(int(pc), waiting[resume == pc])
         return True
+
+    def _reduce(self, red, waiting: np.ndarray) -> None:
+        dst, kind = red
+        w = self.w
+        slots = w.slot[waiting]
+        trues = np.bincount(slots, weights=self.bar_pred[waiting], minlength=w.nblocks)
+        total = np.bincount(slots, minlength=w.nblocks)
+        if kind == "popc":
+            w.put(dst, trues[slots].astype(np.uint32), "u32", waiting)
+        elif kind == "and":
+            w.put(dst, (trues == total)[slots], "pred", waiting)
+        else:
+            w.put(dst, (trues > 0)[slots], "pred", waiting)
 
     def _unblock(self) -> bool:
         """Nothing can run: release what waits, reporting why it waited (or finish)."""

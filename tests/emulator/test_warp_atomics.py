@@ -139,3 +139,25 @@ def test_atom_cas_min_exch_and_red_shared():
     assert aux[1] == 0  # min over all tids
     assert sorted(got.tolist()) == [0] + [1] * 127  # exactly one CAS won
     assert aux[4] == 128  # every thread counted once in its block's bins
+
+
+def test_bar_red_popc_and_or_per_block():
+    """bar.red: a barrier whose threads all receive the block's reduction of a predicate."""
+    body = """
+    shl.b32 %r7, %r1, 5;
+    setp.lt.u32 %p1, %r0, %r7;
+    bar.red.popc.u32 %r4, 0, %p1;
+    bar.red.and.pred %p2, 1, %p1;
+    bar.red.or.pred %p3, 2, %p1;
+    selp.u32 %r5, 1, 0, %p2;
+    selp.u32 %r6, 1, 0, %p3;
+    mul.wide.u32 %rd3, %r3, 16;
+    add.s64 %rd3, %rd0, %rd3;
+    st.global.v2.u32 [%rd3], {%r4, %r5};
+    st.global.u32 [%rd3+8], %r6;"""
+    got, _ = _launch(body, 3, 64, 3 * 64 * 4)
+    got = got.reshape(3, 64, 4)
+    # thread t of block b votes t < 32 b: block 0 none, block 1 half, block 2 all
+    for b, (popc, all_, any_) in enumerate([(0, 0, 0), (32, 0, 1), (64, 1, 1)]):
+        assert set(got[b, :, 0]) == {popc}
+        assert set(got[b, :, 1]) == {all_} and set(got[b, :, 2]) == {any_}
