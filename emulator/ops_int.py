@@ -348,8 +348,16 @@ def _prmt(w, ins, sel, pc):
     c = w.get(ins.operands[3], "u32", sel, pc).astype(U64)
     both = (b << U64(32)) | a
     mode = [m for m in ins.mods if m in ("f4e", "b4e", "rc8", "ecl", "ecr", "rc16")]
-    if mode:
-        refuse(ins, "prmt modes other than the default are not emulated")
+    if mode:  # the ISA's fixed tables, from emulator/semantics
+        from .semantics import bits
+
+        raw = (a, b, c)
+        r = bits.prmt(*(np.atleast_1d(x) for x in np.broadcast_arrays(*raw)), mode=mode[0])
+        r = np.asarray(r).astype(np.uint32)
+        w.put(
+            ins.operands[0], r.reshape(()) if all(np.ndim(x) == 0 for x in raw) else r, "b32", sel
+        )
+        return
     r = np.zeros(np.broadcast(a, b, c).shape, dtype=U64)
     for k in range(4):
         sel_k = (c >> U64(4 * k)) & U64(0xF)
