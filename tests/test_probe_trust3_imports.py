@@ -86,14 +86,15 @@ def test_every_python_child_is_started_isolated():
 def test_ptxls_test_starts_the_worker_without_importing_the_folder(hostile):
     folder, markers = hostile
     p = run(folder, "test", "vec_add.ptx")
-    assert p.returncode in (0, 1, 3), p.stderr  # 3: no GPU here; the worker started and said so
+    # 3: no GPU here (the GPU worker started and said so), 5: passed on the CPU emulator's worker
+    assert p.returncode in (0, 1, 3, 5), p.stderr
     assert_no_marker(markers, p)
 
 
 def test_ptxls_demo(hostile):
     folder, markers = hostile
     p = run(folder, "demo")
-    assert p.returncode in (0, 3), p.stderr
+    assert p.returncode in (0, 3, 5), p.stderr
     assert_no_marker(markers, p)
 
 
@@ -117,7 +118,7 @@ def test_ptxls_lower_llm_with_its_gpu_check(tmp_path):
         env.pop("OPENAI_API_KEY", None)
         p = run(folder, "lower", "vec_add.cu", "--backend", "llm", "--candidates", "1", env=env)
     assert llm.requests, p.stderr  # the model was asked: the loop ran to its GPU check
-    assert p.returncode in (0, 1, 4), p.stderr
+    assert p.returncode in (0, 1, 4, 5), p.stderr  # 5: tested on the CPU emulator's worker
     assert_no_marker(markers, p)
 
 
