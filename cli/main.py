@@ -38,6 +38,7 @@ _COMMAND_MODULES = [
     "ptxls.cli.bench",
     "ptxls.cli.sass",
     "ptxls.cli.eval",
+    "ptxls.cli.debug_adapter",
 ]
 
 
@@ -207,7 +208,11 @@ def _add_demo(sub, runners: dict) -> None:
 # Commands whose module serves only them: `ptxls lower` imports its own module and not the
 # others (the GPU-test command's imports load numpy: a second of start-up before the first
 # request; bench/lowering_startup.py). Any other command, or none, imports them all.
-_ONLY_MODULE = {"lower": "ptxls.cli.lower", "replay": "ptxls.cli.replay"}
+_ONLY_MODULE = {
+    "lower": "ptxls.cli.lower",
+    "replay": "ptxls.cli.replay",
+    "debug-adapter": "ptxls.cli.debug_adapter",
+}
 
 
 def _first_command(argv: list[str] | None) -> str | None:

@@ -1,0 +1,410 @@
+"""The debug adapter: DAP requests → a debugging Session on the emulator, DAP events back.
+
+Requests are read on the main thread; running the kernel (continue, steps) happens on a worker
+thread so ``pause``, ``threads`` and ``disconnect`` are answered while it runs. State requests
+(stackTrace, scopes, variables, evaluate) are answered while stopped; the variable references
+they hand out are valid until the next resume, as the protocol allows.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from . import views as V
+from .case import CaseError, build_case
+from .expressions import ExpressionError
+from .protocol import Channel
+from .session import Session, Stop
+
+CAPABILITIES = {
+    "supportsConfigurationDoneRequest": True,
+    "supportsConditionalBreakpoints": True,
+    "supportsEvaluateForHovers": True,
+    "supportsDataBreakpoints": True,
+    "supportsRestartRequest": True,
+    "supportsTerminateRequest": True,
+    "supportsSteppingGranularity": True,
+    "supportsSingleThreadExecutionRequests": False,
+    "exceptionBreakpointFilters": [
+        {"filter": "findings", "label": "Emulator findings (out of bounds, race, barrier)",
+         "default": True},
+    ],
+}  # fmt: skip
+
+
+class Adapter:
+    def __init__(self, channel: Channel) -> None:
+        self.ch = channel
+        self.session: Session | None = None
+        self.launch_args: dict = {}
+        self.line_bps: list[tuple[int, str]] = []
+        self.data_ids: list[str] = []
+        self.runner: threading.Thread | None = None
+        self.refs: dict[int, object] = {}
+        self.stop_on_entry = False
+        self.done = False
+
+    # ---- main loop
+
+    def serve(self) -> int:
+        while not self.done:
+            msg = self.ch.read()
+            if msg is None:
+                break
+            if msg.get("type") != "request":
+                continue
+            handler = getattr(self, "on_" + str(msg.get("command", "")), None)
+            if handler is None:
+                self.ch.respond(msg, error=f"unsupported request '{msg.get('command')}'")
+                continue
+            try:
+                handler(msg, msg.get("arguments") or {})
+            except (CaseError, ExpressionError, ValueError, KeyError) as e:
+                self.ch.respond(msg, error=str(e))
+            except Exception as e:
+                self.ch.respond(msg, error=f"internal error in {msg.get('command')}: {e!r}")
+        if self.session is not None:
+            self.session.pause_requested.set()
+        return 0
+
+    # ---- lifecycle
+
+    def on_initialize(self, req, args) -> None:
+        self.ch.respond(req, CAPABILITIES)
+
+    def on_launch(self, req, args) -> None:
+        self.launch_args = dict(args)
+        self._start()
+        self.ch.respond(req)
+        self.ch.event("initialized")
+
+    def _start(self) -> None:
+        a = self.launch_args
+        program = a.get("program")
+        if not program:
+            raise CaseError("the launch configuration needs 'program' (a .ptx file)")
+        case = build_case(str(program), a.get("kernel") or None,
+                          _opt_int(a.get("n")), _opt_int(a.get("seed")))  # fmt: skip
+        self.session = Session(case, _dim(a.get("block")), _dim(a.get("thread")))
+        self.stop_on_entry = bool(a.get("stopOnEntry"))
+        if self.line_bps:
+            self.session.set_breakpoints(self.line_bps)
+        if self.data_ids:
+            self.session.set_data_breakpoints(self.data_ids)
+        self._output(
+            f"ptxls: {case.kernel} n={case.n} seed={case.seed} grid={case.grid} "
+            f"block={case.block} on the CPU emulator; following block {self.session.block} "
+            f"thread {self.session.thread}\n"
+        )
+
+    def on_configurationDone(self, req, args) -> None:
+        self.ch.respond(req)
+        if self.stop_on_entry:
+            self._stopped(Stop("entry"))
+        else:
+            self._resume("continue")
+
+    def on_restart(self, req, args) -> None:
+        self._wait_runner()
+        if isinstance(args.get("arguments"), dict):
+            self.launch_args = dict(args["arguments"])
+        self._start()
+        self.ch.respond(req)
+        self._resume("continue")
+
+    def on_terminate(self, req, args) -> None:
+        self._halt()
+        self.ch.respond(req)
+        self.ch.event("terminated")
+
+    def on_disconnect(self, req, args) -> None:
+        self._halt()
+        self.ch.respond(req)
+        self.done = True
+
+    def _halt(self) -> None:
+        if self.session is not None:
+            self.session.pause_requested.set()
+        self._wait_runner()
+
+    # ---- breakpoints
+
+    def on_setBreakpoints(self, req, args) -> None:
+        specs = [(int(b["line"]), b.get("condition") or "") for b in args.get("breakpoints", [])]
+        if not args.get("breakpoints") and args.get("lines"):
+            specs = [(int(x), "") for x in args["lines"]]
+        self.line_bps = specs
+        if self.session is None:
+            out = [
+                {"verified": False, "line": ln, "message": "not launched yet"} for ln, _ in specs
+            ]
+        else:
+            out = self.session.set_breakpoints(specs)
+        self.ch.respond(req, {"breakpoints": out})
+
+    def on_setExceptionBreakpoints(self, req, args) -> None:
+        self.ch.respond(req, {"breakpoints": []})
+
+    def on_dataBreakpointInfo(self, req, args) -> None:
+        name = str(args.get("name", ""))
+        if self.session is None:
+            self.ch.respond(req, {"dataId": None, "description": "not launched yet"})
+            return
+        self.ch.respond(req, self.session.data_breakpoint_info(name))
+
+    def on_setDataBreakpoints(self, req, args) -> None:
+        self.data_ids = [str(b["dataId"]) for b in args.get("breakpoints", [])]
+        out = self.session.set_data_breakpoints(self.data_ids) if self.session else []
+        self.ch.respond(req, {"breakpoints": out})
+
+    # ---- running
+
+    def on_continue(self, req, args) -> None:
+        self._select(args)
+        self.ch.respond(req, {"allThreadsContinued": True})
+        self._resume("continue")
+
+    def on_next(self, req, args) -> None:
+        self._select(args)
+        self.ch.respond(req)
+        self._resume("next")
+
+    def on_stepIn(self, req, args) -> None:
+        self._select(args)
+        self.ch.respond(req)
+        self._resume("step")
+
+    def on_stepOut(self, req, args) -> None:
+        self._select(args)
+        self.ch.respond(req)
+        self._resume("out")
+
+    def on_pause(self, req, args) -> None:
+        self.ch.respond(req)
+        if self.session is not None:
+            self.session.pause_requested.set()
+
+    def _select(self, args) -> None:
+        """Stepping another thread of the threads view makes it the followed thread."""
+        tid = args.get("threadId")
+        s = self.session
+        if s is not None and tid and tid != s.thread_id(s.block, s.thread):
+            s.follow(*s.coords(int(tid)))
+
+    def _resume(self, mode: str) -> None:
+        self._wait_runner()
+        self.refs = {}
+        self.runner = threading.Thread(target=self._run, args=(mode,), daemon=True)
+        self.runner.start()
+
+    def _wait_runner(self) -> None:
+        if self.runner is not None and self.runner is not threading.current_thread():
+            self.runner.join()
+        self.runner = None
+
+    def _run(self, mode: str) -> None:
+        s = self.session
+        try:
+            stop = s.run(mode)
+        except Exception as e:  # a Refused instruction at run time, bad operands
+            self._output(f"ptxls: the emulator stopped: {e}\n", "stderr")
+            stop = None
+        if stop is None:
+            res = s.ex.result
+            self._output(
+                f"ptxls: {s.case.kernel} finished ({res.thread_instructions:,} thread-"
+                f"instructions, {len(res.findings)} findings)\n"
+            )
+            self.ch.event("terminated")
+            self.ch.event("exited", {"exitCode": 1 if res.findings else 0})
+            return
+        self._stopped(stop)
+
+    def _stopped(self, stop: Stop) -> None:
+        s = self.session
+        body = {"reason": stop.reason, "threadId": s.thread_id(s.block, s.thread),
+                "allThreadsStopped": True, "preserveFocusHint": False}  # fmt: skip
+        if stop.description:
+            body["description"] = stop.description
+        if stop.text:
+            body["text"] = stop.text
+            self._output(stop.text + "\n", "stderr" if stop.reason == "exception" else "console")
+        if stop.hit_ids:
+            body["hitBreakpointIds"] = list(stop.hit_ids)
+        if stop.reason == "step" and s.last_skipped:
+            self._output("ptxls: that instruction was skipped for this thread (its guard "
+                         "predicate was false)\n")  # fmt: skip
+        self.ch.event("stopped", body)
+
+    def _output(self, text: str, category: str = "console") -> None:
+        self.ch.event("output", {"category": category, "output": text})
+
+    # ---- state
+
+    def on_threads(self, req, args) -> None:
+        s = self.session
+        if s is None:
+            self.ch.respond(req, {"threads": []})
+            return
+        gx, gy, gz = s.case.grid
+        bx, by, bz = s.case.block
+        lin = s.thread[0] + bx * (s.thread[1] + by * s.thread[2])
+        warp0 = lin - lin % 32
+        seen, threads = set(), []
+
+        def add(block, thread, label):
+            tid = s.thread_id(block, thread)
+            if tid not in seen:
+                seen.add(tid)
+                threads.append({"id": tid, "name": label})
+
+        add(s.block, s.thread, f"block {_c(s.block)} thread {_c(s.thread)} (followed)")
+        for t in range(warp0, min(warp0 + 32, s.block_threads)):
+            th = (t % bx, (t // bx) % by, t // (bx * by))
+            add(s.block, th, f"block {_c(s.block)} thread {_c(th)} lane {t % 32}")
+        nb = gx * gy * gz
+        for b in sorted({0, 1, nb // 2, nb - 1} - {nb}):
+            if 0 <= b < nb:
+                blk = (b % gx, (b // gx) % gy, b // (gx * gy))
+                add(blk, s.thread, f"block {_c(blk)} thread {_c(s.thread)}")
+        self.ch.respond(req, {"threads": threads})
+
+    def on_stackTrace(self, req, args) -> None:
+        s = self.session
+        tid = int(args.get("threadId", 0))
+        block, thread = s.coords(tid) if tid else (s.block, s.thread)
+        w = s.wave_index(block, thread)
+        followed = (block, thread) == (s.block, s.thread)
+        line = s.current_line() if followed else None
+        if line is None and w is not None:
+            pc = s.pc_of(w)
+            line = s.instrs[pc].line if pc is not None and pc < len(s.instrs) else None
+        if line is None:
+            self.ch.respond(req, {"stackFrames": [], "totalFrames": 0})
+            return
+        src = {"name": Path(s.case.program).name, "path": str(Path(s.case.program).resolve())}
+        frame = {"id": tid or s.thread_id(block, thread), "line": line, "column": 1,
+                 "name": f"{s.case.kernel} block {_c(block)} thread {_c(thread)}",
+                 "source": src}  # fmt: skip
+        self.ch.respond(req, {"stackFrames": [frame], "totalFrames": 1})
+
+    def on_scopes(self, req, args) -> None:
+        s = self.session
+        fid = int(args["frameId"])
+        w = s.wave_index(*s.coords(fid))
+        if w is None:
+            self.ch.respond(req, {"scopes": []})
+            return
+        scopes = []
+        for name, fn, hint in (
+            ("Registers", lambda: V.registers(s, w), "registers"),
+            ("Special registers", lambda: V.specials(s, w), None),
+            ("Params", lambda: V.params(s), "arguments"),
+            ("Shared", lambda: self._shared(w), None),
+            ("Globals", self._globals, None),
+            ("Warp", lambda: self._warp(w), None),
+        ):
+            scope = {"name": name, "variablesReference": self._ref(fn), "expensive": False}
+            if hint:
+                scope["presentationHint"] = hint
+            scopes.append(scope)
+        self.ch.respond(req, {"scopes": scopes})
+
+    def _ref(self, fn) -> int:
+        ref = len(self.refs) + 1
+        self.refs[ref] = fn
+        return ref
+
+    def _array(self, name: str, type_: str, values_fn) -> dict:
+        values = values_fn()
+        ref = self._ref(
+            lambda start=0, count=None: V.array_children(
+                values_fn(), start, count if count is not None else min(values_fn().size, 100)
+            )
+        )
+        return {"name": name, "value": f"{type_}[{values.size}]", "type": type_,
+                "variablesReference": ref, "indexedVariables": int(values.size)}  # fmt: skip
+
+    def _shared(self, w: int) -> list[dict]:
+        s = self.session
+        return [self._array(name, et, lambda name=name: next(
+            v for n, _, v in V.shared_arrays(s, w) if n == name))
+            for name, et, _ in V.shared_arrays(s, w)]  # fmt: skip
+
+    def _globals(self) -> list[dict]:
+        s = self.session
+        return [self._array(b.name, b.dtype, lambda b=b: V.buffer_view(s, b))
+                for b in s.case.buffers]  # fmt: skip
+
+    def _warp(self, w: int) -> list[dict]:
+        s = self.session
+        lanes, active, exited = V.warp_lanes(s, w)
+        out = [V._var("active mask", f"0x{active:08x}", "b32"),
+               V._var("exited mask", f"0x{exited:08x}", "b32")]  # fmt: skip
+        for r in s.func.regs:
+
+            def lane_values(r=r, start=0, count=None):
+                bits, written = V.reg_bits(s, r.name, lanes)
+                return [V._var(f"lane {k}", "(not written)" if bits is None or not written[k]
+                               else V.show(bits[k], r.type), r.type.lstrip("."))
+                        for k in range(len(lanes))]  # fmt: skip
+
+            out.append(
+                {
+                    "name": r.name,
+                    "value": f"{len(lanes)} lanes",
+                    "type": r.type.lstrip("."),
+                    "variablesReference": self._ref(lane_values),
+                }
+            )
+        return out
+
+    def on_variables(self, req, args) -> None:
+        fn = self.refs.get(int(args["variablesReference"]))
+        if fn is None:
+            self.ch.respond(req, {"variables": []})
+            return
+        if "start" in args or "count" in args:
+            try:
+                out = fn(start=int(args.get("start", 0)), count=int(args.get("count", 100)))
+            except TypeError:
+                out = fn()
+        else:
+            out = fn()
+        self.ch.respond(req, {"variables": out})
+
+    def on_evaluate(self, req, args) -> None:
+        s = self.session
+        expr = str(args.get("expression", "")).strip()
+        if s is None:
+            raise ValueError("not launched")
+        v = s.evaluate(expr)
+        if isinstance(v, np.floating):
+            text = V._g(float(v))
+        elif isinstance(v, np.bool_ | bool):
+            text = "true" if v else "false"
+        else:
+            text = str(v.item() if hasattr(v, "item") else v)
+        self.ch.respond(req, {"result": text, "variablesReference": 0})
+
+
+def _opt_int(v):
+    return None if v is None or v == "" else int(v)
+
+
+def _dim(v) -> tuple[int, int, int]:
+    if v is None or v == "":
+        return (0, 0, 0)
+    if isinstance(v, int):
+        return (v, 0, 0)
+    if isinstance(v, str):
+        v = [int(x) for x in v.replace("(", "").replace(")", "").split(",") if x.strip()]
+    t = [int(x) for x in v] + [0, 0, 0]
+    return (t[0], t[1], t[2])
+
+
+def _c(t) -> str:
+    return f"({t[0]},{t[1]},{t[2]})"

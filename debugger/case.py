@@ -1,0 +1,131 @@
+"""The test case a debugging run launches: the kernel's spec (the same resolution as
+``ptxls test``), its scalars and launch for the size ``n``, and the inputs the GPU test harness
+makes for that seed — so the element a failed test named is the element the debugger shows.
+
+The harness's steps are reused, not copied: ``scalar_env``/``launch_dims`` for the size,
+``_inputs`` for each input (the same generator, seeded with the case's seed, in the spec's
+parameter order), ``poison`` for outputs, ``scalar_arg`` for scalar parameters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ptxls import emulator
+from ptxls.gputest import exprs
+from ptxls.gputest.dtypes import DTYPES, poison
+from ptxls.gputest.harness import _inputs, scalar_arg
+from ptxls.gputest.launch import launch_dims, scalar_env
+from ptxls.gputest.spec_source import SpecSource, resolve_spec, unusable
+
+# Without an `n` in the launch configuration: the largest of the spec's sizes up to this
+# (the sizes end with a 2^24 timing size, slow to step through on a CPU).
+DEFAULT_MAX_N = 1 << 16
+
+
+class CaseError(Exception):
+    """Why the launch configuration cannot be debugged, in one sentence for the user."""
+
+
+@dataclass
+class BufferInfo:
+    name: str  # the spec's parameter name ("c")
+    role: str  # in | out | inout | scratch
+    dtype: str  # the spec's element type ("f32")
+    storage: np.dtype
+    length: int
+    address: int  # in the emulator's global memory
+
+
+@dataclass
+class Case:
+    program: str
+    ptx: str
+    kernel: str
+    n: int
+    seed: int
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared: int
+    env: dict
+    params: list[bytes]
+    buffers: list[BufferInfo]
+    memory: emulator.Memory
+    module: emulator.EmuModule
+    spec_note: str = ""
+    scalars: dict = field(default_factory=dict)
+
+    def buffer(self, name: str) -> BufferInfo | None:
+        return next((b for b in self.buffers if b.name == name), None)
+
+
+def read_program(path: str) -> str:
+    p = Path(path)
+    if p.suffix in (".cu", ".py"):
+        raise CaseError(
+            f"{p.name}: debugging a CUDA or Triton source is not supported yet — open its PTX "
+            "(Show PTX) and debug that file"
+        )
+    try:
+        return p.read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise CaseError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def build_case(program: str, kernel: str | None = None, n: int | None = None,
+               seed: int | None = None) -> Case:  # fmt: skip
+    """Load ``program`` in the emulator and lay out the test case of ``kernel`` at size ``n``
+    with the inputs of ``seed``. Raises CaseError with a sentence for the user."""
+    text = read_program(program)
+    try:
+        module = emulator.load(text)
+    except emulator.Refused as e:
+        at = f" at line {e.line}" if getattr(e, "line", None) else ""
+        raise CaseError(f"the emulator cannot run this PTX{at}: {e}") from None
+    kernels = module.kernels
+    if not kernels:
+        raise CaseError(f"{program} has no .entry kernel")
+    kernel = kernel or kernels[0]
+    if kernel not in kernels:
+        raise CaseError(f"no kernel named {kernel!r} (kernels: {', '.join(kernels)})")
+    res = resolve_spec(SpecSource("ptx", text, kernel, str(program)))
+    if not res.ok:
+        raise CaseError(f"{kernel}: {unusable(res)}")
+    spec = res.spec
+    if n is None:
+        small = [s for s in spec.sizes if 0 < s <= DEFAULT_MAX_N]
+        n = max(small) if small else 256
+    n = int(n)
+    seed = int(seed if seed is not None else (spec.seed if spec.seed is not None else 0))
+    env = scalar_env(spec, n)
+    grid, block, shared = launch_dims(spec, env)
+    rng = np.random.default_rng(seed)
+    memory = emulator.Memory()
+    buffers: list[BufferInfo] = []
+    params: list[bytes] = []
+    for p in spec.params:
+        if not p.is_pointer:
+            params.append(scalar_arg(p, env[p.name]).tobytes())
+            continue
+        dt = DTYPES[p.dtype]
+        length = max(0, exprs.evaluate_int(p.length, env))
+        if p.role in ("in", "inout"):
+            data = _inputs(p, length, rng)
+        elif p.role == "scratch":
+            data = np.zeros(length, dt.storage)
+        else:
+            data = poison(dt, length)
+        addr = memory.alloc(max(1, data.nbytes), p.name)
+        memory.write(addr, data.view(np.uint8).tobytes())
+        buffers.append(BufferInfo(p.name, p.role, p.dtype, np.dtype(dt.storage), length, addr))
+        params.append(int(addr).to_bytes(8, "little"))
+    func = module.kernel(kernel)
+    if len(params) != len(func.params):
+        raise CaseError(
+            f"the spec of {kernel} has {len(params)} parameters, the PTX {len(func.params)}"
+        )
+    return Case(program, text, kernel, n, seed, grid, block, shared, env, params, buffers,
+                memory, module, "; ".join(spec.origin))  # fmt: skip
