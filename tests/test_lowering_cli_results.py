@@ -30,7 +30,9 @@ def _site_for(python: str, tmp: Path) -> dict:
         return {}
     site = tmp / "site" / "ptxls"
     site.mkdir(parents=True)
-    packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "packages"
+    ]
     for package in packages:
         if package.count(".") == 1:  # every room (ptxls.<room>), as scripts/device-env.sh does
             (site / package.split(".")[1]).symlink_to(ROOT / package.split(".")[1])
