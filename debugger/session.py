@@ -82,8 +82,8 @@ class Session:
     def follow(self, block, thread) -> None:
         gx, gy, gz = self.case.grid
         bx, by, bz = self.case.block
-        if not all(0 <= v < m for v, m in zip(block, (gx, gy, gz))) or not all(
-            0 <= v < m for v, m in zip(thread, (bx, by, bz))
+        if not all(0 <= v < m for v, m in zip(block, (gx, gy, gz), strict=False)) or not all(
+            0 <= v < m for v, m in zip(thread, (bx, by, bz), strict=False)
         ):
             raise ValueError(
                 f"block {block} thread {thread} is outside the launch "

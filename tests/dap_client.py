@@ -3,6 +3,7 @@ speaks Content-Length framed JSON to it over its stdin/stdout."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -79,14 +80,10 @@ class DapClient:
                 return msg
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):
             self.request("disconnect", {}, timeout=10)
-        except Exception:
-            pass
-        try:
+        with contextlib.suppress(OSError):
             self.proc.stdin.close()
-        except OSError:
-            pass
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:

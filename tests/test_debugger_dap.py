@@ -1,0 +1,163 @@
+"""The debug adapter driven as a process over stdio by a DAP client (tests/dap_client.py):
+breakpoints on PTX lines of examples/vec_add.ptx, stepping, the registers' values against what
+the kernel must compute, a conditional breakpoint, a data breakpoint on an output element, and a
+planted out-of-bounds kernel stopping on the emulator's finding."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from dap_client import ROOT, DapClient
+
+from ptxls.gputest.harness import _inputs
+from ptxls.gputest.spec import ParamSpec
+
+VEC_ADD = str(ROOT / "examples" / "vec_add.ptx")
+STORE_LINE = 44  # st.global.f32 [%rd10], %f3;
+MAD_LINE = 28  # mad.lo.s32 %r5, %r2, %r3, %r4;
+
+
+@pytest.fixture
+def dap():
+    c = DapClient()
+    yield c
+    c.close()
+
+
+def _inputs_of(seed: int, n: int):
+    rng = np.random.default_rng(seed)
+    a = _inputs(ParamSpec("a", "in", "f32"), n, rng)
+    b = _inputs(ParamSpec("b", "in", "f32"), n, rng)
+    return a, b
+
+
+def _value(v: dict) -> str:
+    return v["value"].split()[0]
+
+
+def test_breakpoint_registers_and_step(dap):
+    n, seed = 3007, 5
+    dap.start(VEC_ADD, breakpoints=[STORE_LINE], n=n, seed=seed, block=2, thread=3)
+    assert dap.request("configurationDone")["success"]
+    ev = dap.wait_event("stopped")["body"]
+    assert ev["reason"] == "breakpoint"
+    frame = dap.top_frame(ev["threadId"])
+    assert frame["line"] == STORE_LINE and frame["source"]["path"].endswith("vec_add.ptx")
+    regs = dap.variables(frame["id"], "Registers")
+    i = 2 * 256 + 3  # blockIdx.x * blockDim.x + threadIdx.x
+    assert regs["%r5"]["value"] == f"0x{i:08x} ({i})"
+    assert regs["%r1"]["value"].endswith(f"({n})")
+    a, b = _inputs_of(seed, n)
+    assert np.float32(_value(regs["%f1"])) == a[i]
+    assert np.float32(_value(regs["%f2"])) == b[i]
+    assert np.float32(_value(regs["%f3"])) == np.float32(a[i] + b[i])
+    assert regs["%p1"]["value"] == "false"  # i < n: the thread did not branch to DONE
+    specials = dap.variables(frame["id"], "Special registers")
+    assert specials["%tid.x"]["value"] == "3" and specials["%ctaid.x"]["value"] == "2"
+    r = dap.request("evaluate", {"expression": "%r5 == %ctaid.x * %ntid.x + %tid.x",
+                                 "frameId": frame["id"], "context": "watch"})  # fmt: skip
+    assert r["body"]["result"] == "true"
+    r = dap.request("evaluate", {"expression": "c[%r5]", "frameId": frame["id"]})
+    assert r["body"]["result"] == "nan"  # not stored yet: the harness's poison
+
+    dap.request("next", {"threadId": ev["threadId"]})
+    ev2 = dap.wait_event("stopped")["body"]
+    assert ev2["reason"] == "step"
+    assert dap.top_frame(ev2["threadId"])["line"] == 47  # DONE: ret
+    r = dap.request("evaluate", {"expression": "c[%r5]", "frameId": frame["id"]})
+    assert np.float32(r["body"]["result"]) == np.float32(a[i] + b[i])
+
+    dap.request("continue", {"threadId": ev["threadId"]})
+    dap.wait_event("terminated")
+    assert dap.wait_event("exited")["body"]["exitCode"] == 0
+
+
+def test_step_in_walks_each_instruction(dap):
+    dap.start(VEC_ADD, breakpoints=[MAD_LINE], n=300, seed=1, block=1, thread=40)
+    dap.request("configurationDone")
+    ev = dap.wait_event("stopped")["body"]
+    lines = [dap.top_frame(ev["threadId"])["line"]]
+    for _ in range(3):
+        dap.request("stepIn", {"threadId": ev["threadId"]})
+        assert dap.wait_event("stopped")["body"]["reason"] == "step"
+        lines.append(dap.top_frame(ev["threadId"])["line"])
+    assert lines == [28, 31, 32, 34]
+
+
+def test_out_of_range_thread_branches_past_the_body(dap):
+    # n=300: block 1 thread 100 has i = 356 >= n, so `@%p1 bra DONE` is taken
+    dap.start(VEC_ADD, breakpoints=[32], n=300, seed=1, block=1, thread=100)
+    dap.request("configurationDone")
+    ev = dap.wait_event("stopped")["body"]
+    dap.request("stepIn", {"threadId": ev["threadId"]})
+    dap.wait_event("stopped")
+    assert dap.top_frame(ev["threadId"])["line"] == 47
+
+
+def test_conditional_breakpoint_picks_the_thread(dap):
+    dap.start(VEC_ADD, breakpoints=[{"line": STORE_LINE, "condition": "%r5 == 4097"}], n=8192)
+    dap.request("configurationDone")
+    ev = dap.wait_event("stopped")["body"]
+    assert ev["reason"] == "breakpoint"
+    frame = dap.top_frame(ev["threadId"])
+    assert "block (16,0,0) thread (1,0,0)" in frame["name"]
+    assert dap.variables(frame["id"], "Registers")["%r5"]["value"].endswith("(4097)")
+
+
+def test_condition_on_thread_coordinates(dap):
+    dap.start(VEC_ADD, breakpoints=[{"line": MAD_LINE, "condition": "%tid.x == 3 && %ctaid.x == 1"}],
+              n=1000)  # fmt: skip
+    dap.request("configurationDone")
+    ev = dap.wait_event("stopped")["body"]
+    assert "block (1,0,0) thread (3,0,0)" in dap.top_frame(ev["threadId"])["name"]
+
+
+def test_data_breakpoint_stops_at_the_writing_thread(dap):
+    n, seed, k = 8192, 7, 4097
+    dap.start(VEC_ADD, n=n, seed=seed)
+    info = dap.request("dataBreakpointInfo", {"name": f"c[{k}]"})["body"]
+    assert info["dataId"] == f"c[{k}]"
+    r = dap.request("setDataBreakpoints", {"breakpoints": [{"dataId": info["dataId"]}]})
+    assert r["body"]["breakpoints"][0]["verified"]
+    dap.request("configurationDone")
+    ev = dap.wait_event("stopped")["body"]
+    assert ev["reason"] == "data breakpoint"
+    frame = dap.top_frame(ev["threadId"])
+    assert "block (16,0,0) thread (1,0,0)" in frame["name"]
+    a, b = _inputs_of(seed, n)
+    r = dap.request("evaluate", {"expression": f"c[{k}]", "frameId": frame["id"]})
+    assert np.float32(r["body"]["result"]) == np.float32(a[k] + b[k])
+    bad = dap.request("dataBreakpointInfo", {"name": f"c[{n}]"})["body"]
+    assert bad["dataId"] is None and str(n) in bad["description"]
+
+
+def test_out_of_bounds_kernel_stops_on_the_finding(dap, tmp_path):
+    text = (ROOT / "examples" / "vec_add.ptx").read_text()
+    planted = text.replace("@%p1 bra        DONE;", "// bounds check removed")
+    assert planted != text
+    (tmp_path / "vec_add.ptx").write_text(planted)
+    shutil.copy(ROOT / "examples" / "vec_add.cu", tmp_path / "vec_add.cu")  # the spec
+    dap.start(str(tmp_path / "vec_add.ptx"), n=257)
+    dap.request("configurationDone")
+    ev = dap.wait_event("stopped")["body"]
+    assert ev["reason"] == "exception" and "out-of-bounds" in ev["text"]
+    frame = dap.top_frame(ev["threadId"])
+    assert frame["line"] in (41, 42, 44)  # a load or the store past the end
+    block, thread = frame["name"].split("block ")[1].split(" thread ")
+    i = int(block.strip("()").split(",")[0]) * 256 + int(thread.strip("()").split(",")[0])
+    assert i >= 257  # the faulting thread is one past the end
+
+
+def test_bad_launch_is_answered_and_adapter_stays_up(dap):
+    dap.request("initialize", {"adapterID": "ptxls"})
+    r = dap.request("launch", {"program": str(ROOT / "examples" / "nope.ptx")})
+    assert not r["success"] and "nope.ptx" in r["message"]
+    r = dap.request("launch", {"program": VEC_ADD, "kernel": "vec_mul"})
+    assert not r["success"] and "vec_mul" in r["message"]
+    r = dap.request("launch", {"program": VEC_ADD, "n": 100})
+    assert r["success"]
+    r = dap.request("setBreakpoints", {"source": {"path": VEC_ADD},
+                                       "breakpoints": [{"line": 44, "condition": "%r5 =="}]})  # fmt: skip
+    assert r["body"]["breakpoints"][0]["verified"] is False
