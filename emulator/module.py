@@ -64,13 +64,13 @@ def _bind(func: Function) -> None:
 # Instructions whose first operand is written: it must be a register (or vector / pair of them).
 _WRITES_FIRST = {
     "add", "sub", "mul", "mad", "mul24", "mad24", "div", "rem", "abs", "neg", "not", "cnot",
-    "addc", "subc", "madc",
+    "addc", "subc", "madc", "sad", "dp4a", "dp2a",
     "popc", "clz", "brev", "bfind", "and", "or", "xor", "min", "max", "shl", "shr", "shf",
     "bfe", "bfi", "prmt", "lop3", "setp", "set", "selp", "slct", "mov", "cvt", "cvta", "ld",
     "ldu", "atom", "fma", "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "testp",
     "copysign", "shfl", "vote", "match", "redux", "activemask", "ldmatrix", "mma",
 }  # fmt: skip
-_MIN_OPERANDS = {"add": 3, "sub": 3, "addc": 3, "subc": 3, "madc": 4, "mul": 3, "mad": 4, "fma": 4, "div": 3, "rem": 3, "and": 3,
+_MIN_OPERANDS = {"sad": 4, "dp4a": 4, "dp2a": 4, "add": 3, "sub": 3, "addc": 3, "subc": 3, "madc": 4, "mul": 3, "mad": 4, "fma": 4, "div": 3, "rem": 3, "and": 3,
                  "or": 3, "xor": 3, "min": 3, "max": 3, "shl": 3, "shr": 3, "shf": 4, "bfe": 4,
                  "bfi": 5, "prmt": 4, "lop3": 5, "setp": 3, "set": 3, "selp": 4, "slct": 4,
                  "mov": 2, "cvt": 2, "cvta": 2, "ld": 2, "ldu": 2, "st": 2, "atom": 3, "red": 2,

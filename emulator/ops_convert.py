@@ -15,7 +15,7 @@ _PACKED = ("f16x2", "bf16x2", "e4m3x2", "e5m2x2")
 
 
 def _prep_cvt(ins):
-    ts = types_of(ins)
+    ts = [m for m in ins.mods if m in ("e4m3x2", "e5m2x2")] + types_of(ins)  # fp8 pairs first
     if len(ts) != 2:
         refuse(ins, "cvt needs a destination and a source type")
     dst, src = ts

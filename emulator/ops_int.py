@@ -107,10 +107,15 @@ def _mul_core(w, ins, sel, pc, t):
     if "wide" in ins.mods:
         wt = _wide(t)
         return a.astype(V.NP[wt]) * b.astype(V.NP[wt]), wt
+    if ins.op in ("mul24", "mad24"):  # the low 24 bits of each operand (semantics)
+        from .semantics import integer
+
+        mode = "hi" if "hi" in ins.mods else "lo"
+        a1, b1 = (np.atleast_1d(x) for x in np.broadcast_arrays(a, b))
+        r = np.asarray(integer.mul24(a1, b1, t, mode))
+        return (r.reshape(()) if np.ndim(a) == 0 and np.ndim(b) == 0 else r), t
     if "hi" in ins.mods:
         return _mulhi(a, b, t), t
-    if ins.op in ("mul24", "mad24"):
-        return (a.astype(np.int64) * b) & 0xFFFFFFFF, t
     return a * b, t
 
 
@@ -143,25 +148,6 @@ def _mad(w, ins, sel, pc):
     w.put(ins.operands[0], r, rt, sel)
 
 
-def _div_int(a, b, t):
-    zero = b == 0
-    bs = np.where(zero, 1, b).astype(V.NP[t])
-    if V.is_signed(t):
-        q = (np.abs(a.astype(np.int64)) // np.abs(bs.astype(np.int64))) * np.where(
-            (a < 0) ^ (bs < 0), -1, 1
-        )
-        q = q.astype(V.NP[t])
-    else:
-        q = a // bs
-    return (
-        np.where(zero, np.asarray(-1).astype(V.NP[t]) if not V.is_signed(t) else -1, q).astype(
-            V.NP[t]
-        ),
-        bs,
-        zero,
-    )
-
-
 @handler("div", "rem", prepare=_prep_type)
 def _div(w, ins, sel, pc):
     t = ins.info
@@ -169,14 +155,49 @@ def _div(w, ins, sel, pc):
         from .ops_float import arith
 
         return arith(w, ins, sel, pc)
-    a = w.get(ins.operands[1], t, sel, pc)
-    b = w.get(ins.operands[2], t, sel, pc)
-    q, bs, zero = _div_int(a, b, t)
-    if ins.op == "div":
-        w.put(ins.operands[0], q, t, sel)
+    from .semantics import integer
+
+    raw = (w.get(ins.operands[1], t, sel, pc), w.get(ins.operands[2], t, sel, pc))
+    fn = integer.div if ins.op == "div" else integer.rem  # b == 0: all ones, as the H200
+    _put_lifted(w, ins, sel, t, fn, raw, t)
+
+
+def _put_lifted(w, ins, sel, t, fn, raw, *args):
+    """A semantics function over operands lifted to 1-D; 0-d again when all were uniform."""
+    lifted = [np.atleast_1d(x) for x in np.broadcast_arrays(*raw)]
+    r = np.asarray(fn(*lifted, *args))
+    w.put(ins.operands[0], r.reshape(()) if all(np.ndim(x) == 0 for x in raw) else r, t, sel)
+
+
+@handler("sad", prepare=_prep_type)
+def _sad(w, ins, sel, pc):
+    from .semantics import integer
+
+    t = ins.info
+    raw = tuple(w.get(ins.operands[i], t, sel, pc) for i in (1, 2, 3))
+    _put_lifted(w, ins, sel, t, integer.sad, raw, t)
+
+
+def _prep_dp(ins):
+    ts = [m for m in ins.mods if m in ("u32", "s32")]
+    if len(ts) != 2:
+        refuse(ins, f"{ins.op} needs two types (.u32/.s32)")
+    ins.info = tuple(ts)
+
+
+@handler("dp4a", "dp2a", prepare=_prep_dp)
+def _dp(w, ins, sel, pc):
+    from .semantics import integer
+
+    at, bt = ins.info
+    rt = "s32" if "s32" in (at, bt) else "u32"
+    raw = (w.get(ins.operands[1], at, sel, pc), w.get(ins.operands[2], bt, sel, pc),
+           w.get(ins.operands[3], rt, sel, pc))  # fmt: skip
+    if ins.op == "dp4a":
+        _put_lifted(w, ins, sel, rt, integer.dp4a, raw, at, bt)
     else:
-        r = np.where(zero, a, a - np.where(zero, 0, q) * bs).astype(V.NP[t])
-        w.put(ins.operands[0], r, t, sel)
+        half = "hi" if "hi" in ins.mods else "lo"
+        _put_lifted(w, ins, sel, rt, lambda a, b, c: integer.dp2a(a, b, c, at, bt, half), raw)
 
 
 @handler("abs", "neg", "not", "cnot", "popc", "clz", "brev", "bfind", prepare=_prep_type)
