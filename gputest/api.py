@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ptxls.frontend.cuda import find_kernels
+from ptxls.frontend.kernels import kernels_in
 from ptxls.frontend.ptx import ptx_target, ptx_version
 
 from . import build
@@ -71,15 +71,6 @@ async def gpu_available(supervisor: Supervisor | None = None) -> tuple[bool, str
         True,
         f"{d['name']} ({d['arch']}), driver CUDA {d['driver_cuda']}, PTX ISA ≤ {'.'.join(map(str, d['max_ptx_isa']))} for its JIT",
     )
-
-
-def kernels_in(text: str, language: str) -> list[tuple[str, int, int]]:
-    """(name, line, col) of every kernel: .entry in PTX, __global__ in CUDA."""
-    if language == "ptx":
-        from ptxls.frontend.ptx import find_entries
-
-        return [(e.name, e.line, e.col) for e in find_entries(text)]
-    return [(k.name, k.line, k.col) for k in find_kernels(text)]
 
 
 @dataclass

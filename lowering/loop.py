@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -52,10 +51,11 @@ from . import prompt
 from .accounting import Spend, usage_of
 from .llm_client import LlmError
 from .perf import Resources, perf_feedback
+from .protocols import ChatClient, Verifier, wants_cubin
 from .ptx_check import compile_check, interface_problems, param_order_warning
 from .sources import SourceKernel
 from .transcript import Transcript
-from .verify import Candidate, Verifier, VerifyResult, compile_only_verifier
+from .verify import Candidate, VerifyResult, compile_only_verifier
 
 # completeness.py and extract.py (their regular expressions, the dataflow check, the fixes) are
 # imported when the first reply arrives, not before the first request (bench/lowering_startup.py)
@@ -238,20 +238,13 @@ _STUCK_WORDS = {
 }
 
 
-def _accepts(fn, name: str) -> bool:
-    try:
-        return name in inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 @dataclass
 class _LoopContext:
     """What every candidate of one loop shares."""
 
     src: SourceKernel
     examples: list[Example]
-    client: object
+    client: ChatClient
     verifier: Verifier
     opts: LoopOptions
     transcript: Transcript
@@ -296,10 +289,7 @@ async def _verify_check(run: _CandidateRun, rec: RoundRecord, cand: Candidate) -
     run.progress(f"{run.tag}, round {rec.round}: ptxas ok; testing")
     t_verify = time.monotonic()
     verifier = run.ctx.verifier
-    if _accepts(verifier, "candidate"):
-        v = await verifier(cand.ptx, cand.kernel, candidate=cand)
-    else:
-        v = await verifier(cand.ptx, cand.kernel)
+    v = await verifier(cand.ptx, cand.kernel, candidate=cand)
     rec.verify_s = time.monotonic() - t_verify
     run.record("verify", rec, ok=v.ok, tested=v.tested, summary=v.summary, feedback=v.feedback,
                gpu=v.gpu, kernel_ms=v.kernel_ms)  # fmt: skip
@@ -399,9 +389,8 @@ class _CandidateRun:
         self.tag = f"candidate {index}"
         self.conversation = 0
         self.chat_kw: dict = {}
-        if _accepts(ctx.client.chat, "temperature"):
-            self.chat_kw["temperature"] = self.temperature
-        self.pass_deadline = ctx.deadline is not None and _accepts(ctx.client.chat, "deadline")
+        self.chat_kw["temperature"] = self.temperature
+        self.pass_deadline = ctx.deadline is not None
         self.kernel = ctx.src.name
         self.round_verify: VerifyResult | None = None
         self.round_findings: list = []  # dataflow findings of the round's candidate
@@ -448,8 +437,8 @@ class _CandidateRun:
             raise
         self.ctx.transcript.record(
             "reply", candidate=self.index, round=round_no, purpose=purpose, model=reply.model,
-            text=reply.text, reasoning=getattr(reply, "reasoning", "") or "",
-            notes=list(getattr(reply, "notes", []) or []), finish_reason=reply.finish_reason,
+            text=reply.text, reasoning=reply.reasoning,
+            notes=list(reply.notes), finish_reason=reply.finish_reason,
             attempts=reply.attempts, seconds=round(reply.seconds, 4), usage=reply.usage,
         )  # fmt: skip
         self.result.model = reply.model
@@ -512,7 +501,7 @@ class _CandidateRun:
         from .extract import extract_ptx
 
         ext = extract_ptx(reply.text, self.ctx.src.name or None, finish_reason=reply.finish_reason,
-                          reasoning=getattr(reply, "reasoning", "") or "")  # fmt: skip
+                          reasoning=reply.reasoning)  # fmt: skip
         self.elision_hint = ext.elision
         ptx = self._candidate_ptx(rec, ext, reply)
         if ptx is None:
@@ -580,7 +569,7 @@ class _CandidateRun:
         from ptxls.diagnostics.engine import PtxasUnavailable
 
         opts = self.ctx.opts
-        want_cubin = bool(getattr(self.ctx.verifier, "wants_cubin", False))
+        want_cubin = wants_cubin(self.ctx.verifier)
         try:
             t_check = time.monotonic()
             check = await compile_check(
@@ -854,7 +843,7 @@ class _Finished:
 async def run_loop(
     src: SourceKernel,
     *,
-    client,
+    client: ChatClient,
     examples: list[Example],
     opts: LoopOptions,
     transcript: Transcript,

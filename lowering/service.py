@@ -15,17 +15,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ptxls.fewshot.retrieve import pick_examples
+from ptxls.frontend.languages import language_of
 
 from . import prompt, safe_write
 from .accounting import header_line, run_summary
 from .loop import LoopOptions, LoopResult, Progress, run_loop
 from .perf import Resources
+from .protocols import Verifier
 from .provenance import OutputPlan, Provenance, plan_output, with_header
 from .settings import LlmSettings
-from .sources import SourceKernel, kernels_in, language_of
+from .sources import SourceKernel, kernels_in
 from .target_isa import choose_target
 from .transcript import Transcript
-from .verify import Verifier, compile_only_verifier, gpu_availability, gpu_verifier
+from .verify import compile_only_verifier, gpu_availability, gpu_verifier
 
 ATTEMPTS_DIR = Path(".ptxls") / "attempts"
 PLANS_DIR = Path(".ptxls") / "plans"
@@ -232,25 +234,21 @@ def source_spec(src: SourceKernel, job: LowerJob):  # -> (TestSpec | None, why)
     (whose ``@gputest`` lines could loosen its own test): the CUDA signature and the source's
     annotation / sidecar, the original PTX's annotation or paired CUDA ("Optimize"), or a
     request's ``@gputest`` lines."""
-    from ptxls.gputest.pairing import infer_spec_from_cuda, spec_for_ptx
+    from ptxls.gputest.pairing import SpecResolution
+    from ptxls.gputest.spec_source import SpecSource, resolve_spec, unusable
 
     if src.kind == "request":
         return request_spec(src, job)
-    if src.kind == "cuda":
-        spec, problems = infer_spec_from_cuda(job.text, src.name, path=str(job.source_path))
-    elif src.kind == "ptx":
-        res = spec_for_ptx(job.text, src.name, ptx_path=str(job.source_path))
-        spec, problems = res.spec, res.problems
+    if src.kind in ("cuda", "ptx"):
+        res = resolve_spec(SpecSource(src.kind, job.text, src.name, str(job.source_path)))
     elif src.kind == "triton":
         from .triton_reference import triton_test_spec
 
         spec, problems, _build = triton_test_spec(job.text, src.name, str(job.source_path))
+        res = SpecResolution(spec, problems)
     else:
         return None, f"no runnable {src.kind.capitalize()} reference"
-    if spec is None or problems:
-        detail = "; ".join(str(getattr(p, "message", p)) for p in problems[:3])
-        return None, f"no usable test spec from the source ({detail or 'none inferred'})"
-    return spec, ""
+    return (res.spec, "") if res.ok else (None, unusable(res))
 
 
 def spec_text(spec) -> str:

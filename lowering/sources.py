@@ -145,14 +145,3 @@ def kernels_in(text: str, language: str) -> list[SourceKernel]:
     if language == "ptx":
         return ptx_entries(text) + requests(text)
     return []
-
-
-def language_of(path: str) -> str | None:
-    p = path.lower()
-    if p.endswith((".cu", ".cuh")):
-        return "cuda"
-    if p.endswith(".py"):
-        return "python"
-    if p.endswith(".ptx"):
-        return "ptx"
-    return None

@@ -1,8 +1,8 @@
 """The verification step after ptxas: pluggable, so the loop runs the same with or without a GPU.
 
-A verifier is any async callable ``(ptx, kernel) -> VerifyResult``; one that also takes
-``candidate`` gets what the loop's one ptxas run made of the PTX (``Candidate``: the parse, the
-cubin), and one with ``wants_cubin`` true makes the loop keep that cubin. ``gpu_verifier`` wraps
+A verifier is a ``protocols.Verifier``: an async callable ``(ptx, kernel, *, candidate) ->
+VerifyResult``, ``candidate`` being what the loop's one ptxas run made of the PTX (``Candidate``:
+the parse, the cubin); one with ``wants_cubin = True`` makes the loop keep that cubin. ``gpu_verifier`` wraps
 the GPU-test harness (``ptxls.gputest.api``) when a device is present and loads the loop's cubin
 instead of assembling the candidate again; ``compile_only_verifier`` passes everything through
 with ``tested=False``, so the result says "not GPU-tested" instead of pretending.
@@ -10,10 +10,11 @@ with ``tested=False``, so the result says "not GPU-tested" instead of pretending
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from ptxls.frontend.ptx import PtxModule, global_names
+
+from .protocols import Verifier
 
 
 @dataclass
@@ -32,9 +33,6 @@ class VerifyResult:
     kernel_ms: float | None = None  # median time of the largest case, when timed
     reference_ms: float | None = None  # the same for the reference (nvcc-compiled source)
     details: dict = field(default_factory=dict)
-
-
-Verifier = Callable[[str, str], Awaitable[VerifyResult]]
 
 
 @dataclass
@@ -62,7 +60,7 @@ class Candidate:
 
 
 def compile_only_verifier(reason: str) -> Verifier:
-    async def verify(ptx: str, kernel: str) -> VerifyResult:
+    async def verify(ptx: str, kernel: str, *, candidate: Candidate | None = None) -> VerifyResult:
         return VerifyResult(ok=True, tested=False, summary=f"not GPU-tested ({reason})")
 
     return verify
@@ -138,22 +136,18 @@ def spec_from_sources(kernel: str, options: dict):  # -> (TestSpec | None, why)
     never from the candidate being tested (its ``@gputest`` lines could loosen its own test)."""
     from pathlib import Path
 
-    from ptxls.gputest.pairing import infer_spec_from_cuda, spec_for_ptx
+    from ptxls.gputest.spec_source import SpecSource, resolve_spec, unusable
 
     if options.get("reference_cuda") is not None:
-        spec, problems = infer_spec_from_cuda(
-            options["reference_cuda"], kernel, path=options.get("reference_path") or ""
-        )
+        path = options.get("reference_path") or ""
+        source = SpecSource("cuda", options["reference_cuda"], kernel, path)
     elif options.get("ptx_path"):
         path = options["ptx_path"]
-        res = spec_for_ptx(Path(path).read_text(errors="replace"), kernel, ptx_path=path)
-        spec, problems = res.spec, res.problems
+        source = SpecSource("ptx", Path(path).read_text(errors="replace"), kernel, path)
     else:
         return None, "no test spec from the source (no reference CUDA, no original PTX)"
-    if spec is None or problems:
-        detail = "; ".join(str(getattr(p, "message", p)) for p in problems[:3])
-        return None, f"no usable test spec from the source ({detail or 'none inferred'})"
-    return spec, ""
+    res = resolve_spec(source)
+    return (res.spec, "") if res.ok else (None, unusable(res))
 
 
 class GpuVerifier:

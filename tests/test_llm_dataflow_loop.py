@@ -25,7 +25,7 @@ def llm():
 
 
 def verifier_that(ok: bool, tested: bool, emulated: bool = False):
-    async def verify(ptx: str, kernel: str) -> VerifyResult:
+    async def verify(ptx: str, kernel: str, *, candidate=None) -> VerifyResult:
         return VerifyResult(ok=ok, tested=tested, summary="stand-in verifier", emulated=emulated)
 
     return verify

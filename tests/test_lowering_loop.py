@@ -316,7 +316,7 @@ async def test_verifier_feedback_reaches_the_next_request(llm):
     """The GPU step is pluggable: whatever the verifier says goes back to the model."""
     calls = []
 
-    async def verifier(ptx: str, kernel: str) -> VerifyResult:
+    async def verifier(ptx: str, kernel: str, *, candidate=None) -> VerifyResult:
         calls.append(kernel)
         if len(calls) == 1:
             return VerifyResult(
@@ -434,7 +434,7 @@ async def test_optimize_asks_for_a_faster_version_with_ptxas_usage_and_keeps_the
     faster = GOOD_VEC_ADD.replace("// Launch:", "// variant 2. Launch:")
     times = {GOOD_VEC_ADD.strip(): 1.00, faster.strip(): 0.80}
 
-    async def timed_verifier(ptx: str, kernel: str) -> VerifyResult:
+    async def timed_verifier(ptx: str, kernel: str, *, candidate=None) -> VerifyResult:
         ms = times[ptx.strip()]
         return VerifyResult(
             True, True, f"gpu: passed, {ms} ms", gpu="Test GPU", kernel_ms=ms, reference_ms=0.9

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from lsprotocol import types
 
+from ptxls.frontend.languages import language_of
 from ptxls.lowering import safe_write
 from ptxls.lowering import settings as llm_settings
 from ptxls.lowering.service import (
@@ -44,7 +45,7 @@ from ptxls.lowering.service import (
     plan_document,
     plan_from_document,
 )
-from ptxls.lowering.sources import kernels_in, language_of
+from ptxls.lowering.sources import kernels_in
 
 from .. import convert
 from ..app import PtxlsServer
