@@ -75,6 +75,7 @@ class Session:
         self.findings_seen = 0
         self.shown_line: int | None = None
         self.last_skipped = False
+        self.thread_exited = False
         self.own_lines = self._own_line_span()
 
     # ---- which thread
@@ -238,7 +239,8 @@ class Session:
         self.shown_line = None
         start_line = self.current_line()
         start_inside = start_line is None or start_line in self.own_lines
-        first = True
+        # resuming from a stop: the group there runs first, without stopping on it again
+        first = self.ex.sched is not None
         while True:
             if self.pause_requested.is_set():
                 return Stop("pause", "paused")
@@ -270,6 +272,9 @@ class Session:
                     self.block, self.thread = tuple(f.block), tuple(f.thread)
                 self.shown_line = f.line
                 return Stop("exception", f.kind, f"{f.kind}: {f.message}", line=f.line)
+            if mine and mode != "continue" and self.ex.wave.exited[me]:
+                mode = "continue"  # the followed thread has ended: run on, as VS Code expects
+                self.thread_exited = True
             if mine and mode != "continue":
                 self.last_skipped = self._ran is None or not _contains(self._ran, me)
                 line = self.current_line()
