@@ -46,6 +46,7 @@ class Adapter:
         self.refs: dict[int, object] = {}
         self.stop_on_entry = False
         self.done = False
+        self.halting = False
 
     # ---- main loop
 
@@ -87,13 +88,19 @@ class Adapter:
         if not program:
             raise CaseError("the launch configuration needs 'program' (a .ptx file)")
         case = build_case(str(program), a.get("kernel") or None,
-                          _opt_int(a.get("n")), _opt_int(a.get("seed")))  # fmt: skip
+                          _opt_int(a.get("n")), _opt_int(a.get("seed")),
+                          a.get("spec") or None)  # fmt: skip
         self.session = Session(case, _dim(a.get("block")), _dim(a.get("thread")))
         self.stop_on_entry = bool(a.get("stopOnEntry"))
         if self.line_bps:
             self.session.set_breakpoints(self.line_bps)
+        watch = a.get("watch")  # "c[4097]": stop where that element is written (one click
+        if watch and str(watch) not in self.data_ids:  # from a failed case's first wrong one)
+            self.data_ids = [*self.data_ids, str(watch)]
         if self.data_ids:
-            self.session.set_data_breakpoints(self.data_ids)
+            for bp in self.session.set_data_breakpoints(self.data_ids):
+                if not bp["verified"]:
+                    self._output(f"ptxls: data breakpoint not set: {bp['message']}\n", "stderr")
         self._output(
             f"ptxls: {case.kernel} n={case.n} seed={case.seed} grid={case.grid} "
             f"block={case.block} on the CPU emulator; following block {self.session.block} "
@@ -108,7 +115,7 @@ class Adapter:
             self._resume("continue")
 
     def on_restart(self, req, args) -> None:
-        self._wait_runner()
+        self._halt()
         if isinstance(args.get("arguments"), dict):
             self.launch_args = dict(args["arguments"])
         self._start()
@@ -126,9 +133,12 @@ class Adapter:
         self.done = True
 
     def _halt(self) -> None:
+        """Stop a running kernel without a stopped event (restart, terminate, disconnect)."""
+        self.halting = True
         if self.session is not None:
             self.session.pause_requested.set()
         self._wait_runner()
+        self.halting = False
 
     # ---- breakpoints
 
@@ -136,6 +146,13 @@ class Adapter:
         specs = [(int(b["line"]), b.get("condition") or "") for b in args.get("breakpoints", [])]
         if not args.get("breakpoints") and args.get("lines"):
             specs = [(int(x), "") for x in args["lines"]]
+        path = (args.get("source") or {}).get("path")
+        if self.session is not None and path and not _same_file(path, self.session.case.program):
+            out = [{"verified": False, "line": ln,
+                    "message": "breakpoints go in the PTX being debugged (source lines through "
+                    ".loc are not supported yet)"} for ln, _ in specs]  # fmt: skip
+            self.ch.respond(req, {"breakpoints": out})
+            return
         self.line_bps = specs
         if self.session is None:
             out = [
@@ -212,14 +229,16 @@ class Adapter:
         except Exception as e:  # a Refused instruction at run time, bad operands
             self._output(f"ptxls: the emulator stopped: {e}\n", "stderr")
             stop = None
+        if self.halting:
+            return
         if stop is None:
             res = s.ex.result
             self._output(
                 f"ptxls: {s.case.kernel} finished ({res.thread_instructions:,} thread-"
                 f"instructions, {len(res.findings)} findings)\n"
             )
-            self.ch.event("terminated")
             self.ch.event("exited", {"exitCode": 1 if res.findings else 0})
+            self.ch.event("terminated")
             return
         self._stopped(stop)
 
@@ -383,12 +402,19 @@ class Adapter:
             raise ValueError("not launched")
         v = s.evaluate(expr)
         if isinstance(v, np.floating):
-            text = V._g(float(v))
+            text = V._g(v, wide=v.dtype == np.float64)
         elif isinstance(v, np.bool_ | bool):
             text = "true" if v else "false"
         else:
             text = str(v.item() if hasattr(v, "item") else v)
         self.ch.respond(req, {"result": text, "variablesReference": 0})
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return a == b
 
 
 def _opt_int(v):

@@ -19,6 +19,7 @@ from ptxls.gputest import exprs
 from ptxls.gputest.dtypes import DTYPES, poison
 from ptxls.gputest.harness import _inputs, scalar_arg
 from ptxls.gputest.launch import launch_dims, scalar_env
+from ptxls.gputest.library_spec import library_resolution, spec_json_beside
 from ptxls.gputest.spec_source import SpecSource, resolve_spec, unusable
 
 # Without an `n` in the launch configuration: the largest of the spec's sizes up to this
@@ -75,8 +76,19 @@ def read_program(path: str) -> str:
         raise CaseError(f"cannot read {path}: {e.strerror or e}") from None
 
 
+def _resolution(text: str, kernel: str, path: str, spec_path: str | None):
+    """The spec as ``ptxls test`` finds it (gputest/api.py): a ``--spec`` file, a spec.json
+    beside the PTX (the library's layout), else the PTX's annotation or paired CUDA source."""
+    res = None
+    if spec_path:
+        res = library_resolution(text, kernel, Path(spec_path), explicit=True)
+    elif (beside := spec_json_beside(path)) is not None:
+        res = library_resolution(text, kernel, beside, explicit=False)
+    return res if res is not None else resolve_spec(SpecSource("ptx", text, kernel, path))
+
+
 def build_case(program: str, kernel: str | None = None, n: int | None = None,
-               seed: int | None = None) -> Case:  # fmt: skip
+               seed: int | None = None, spec_path: str | None = None) -> Case:  # fmt: skip
     """Load ``program`` in the emulator and lay out the test case of ``kernel`` at size ``n``
     with the inputs of ``seed``. Raises CaseError with a sentence for the user."""
     text = read_program(program)
@@ -91,7 +103,7 @@ def build_case(program: str, kernel: str | None = None, n: int | None = None,
     kernel = kernel or kernels[0]
     if kernel not in kernels:
         raise CaseError(f"no kernel named {kernel!r} (kernels: {', '.join(kernels)})")
-    res = resolve_spec(SpecSource("ptx", text, kernel, str(program)))
+    res = _resolution(text, kernel, str(program), spec_path)
     if not res.ok:
         raise CaseError(f"{kernel}: {unusable(res)}")
     spec = res.spec

@@ -76,7 +76,7 @@ def show(bits, ptx_type: str) -> str:
         return f"({_g(lo)}, {_g(hi)})  0x{u:08x}"
     if t in ("f32", "f64", "f16"):
         v = float(b.view({"f32": np.float32, "f64": np.float64, "f16": np.float16}[t]))
-        return f"{_g(v)}  0x{u:0{size * 2}x}"
+        return f"{_g(v, wide=t == 'f64')}  0x{u:0{size * 2}x}"
     signed = int(b.view({1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}[size]))
     if t.startswith("u"):
         return str(u)
@@ -85,8 +85,9 @@ def show(bits, ptx_type: str) -> str:
     return f"0x{u:0{size * 2}x} ({signed})"
 
 
-def _g(v: float) -> str:
-    return repr(float(np.float32(v))) if abs(v) < 3.5e38 or v != v else repr(v)
+def _g(v, wide: bool = False) -> str:
+    """The shortest text that reads back as the same value (of float32 unless ``wide``)."""
+    return repr(float(v)) if wide else str(np.float32(v))
 
 
 # ---- names in expressions
@@ -182,7 +183,7 @@ def array_children(values: np.ndarray, start: int, count: int, label=None) -> li
 
 def _elem(v) -> str:
     if isinstance(v, np.floating):
-        return _g(float(v))
+        return _g(v, wide=v.dtype == np.float64)
     return str(v.item() if hasattr(v, "item") else v)
 
 

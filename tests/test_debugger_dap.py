@@ -6,6 +6,8 @@ planted out-of-bounds kernel stopping on the emulator's finding."""
 from __future__ import annotations
 
 import shutil
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -161,3 +163,82 @@ def test_bad_launch_is_answered_and_adapter_stays_up(dap):
     r = dap.request("setBreakpoints", {"source": {"path": VEC_ADD},
                                        "breakpoints": [{"line": 44, "condition": "%r5 =="}]})  # fmt: skip
     assert r["body"]["breakpoints"][0]["verified"] is False
+
+
+REDUCE = str(ROOT / "fewshot" / "kernels" / "reduce_sum" / "kernel.ptx")
+
+
+def test_warp_and_shared_scopes_on_a_reduction(dap):
+    # line 120: the first shfl.sync of the warp's tree; line 143: thread 0 reads warp_sums
+    dap.start(REDUCE, breakpoints=[120, 143], n=100003, seed=3)
+    dap.request("configurationDone")
+    ev = dap.wait_event("stopped")["body"]
+    frame = dap.top_frame(ev["threadId"])
+    assert frame["line"] == 120
+    warp = dap.variables(frame["id"], "Warp")
+    assert warp["active mask"]["value"] == "0xffffffff"
+    lanes_ref = warp["%f1"]["variablesReference"]
+    lanes = dap.request("variables", {"variablesReference": lanes_ref})["body"]["variables"]
+    assert len(lanes) == 32
+    partials = np.array([np.float32(v["value"].split()[0]) for v in lanes], np.float32)
+    dap.request("continue", {"threadId": ev["threadId"]})
+    ev = dap.wait_event("stopped")["body"]
+    frame = dap.top_frame(ev["threadId"])
+    assert frame["line"] == 143
+    shared = dap.variables(frame["id"], "Shared")
+    assert shared["warp_sums"]["indexedVariables"] == 8
+    elems = dap.request(
+        "variables", {"variablesReference": shared["warp_sums"]["variablesReference"]}
+    )
+    warp0 = np.float32(elems["body"]["variables"][0]["value"])
+    # warp 0's sum by the shuffle tree (float32, another order): close to the lanes' sum
+    assert abs(float(warp0) - float(partials.astype(np.float64).sum())) < 1e-3 * max(
+        1.0, float(np.abs(partials).sum())
+    )
+    r = dap.request("evaluate", {"expression": "%tid.x == 0", "frameId": frame["id"]})
+    assert r["body"]["result"] == "true"
+
+
+def test_missing_barrier_stops_on_the_race(dap, tmp_path):
+    text = Path(REDUCE).read_text()
+    lines = text.splitlines(keepends=True)
+    assert lines[138].strip() == "bar.sync            0;"
+    lines[138] = "    // bar.sync removed\n"
+    folder = tmp_path / "reduce_sum"
+    folder.mkdir()
+    (folder / "kernel.ptx").write_text("".join(lines))
+    for name in ("spec.json", "reference.cu"):
+        shutil.copy(Path(REDUCE).with_name(name), folder / name)
+    dap.start(str(folder / "kernel.ptx"), n=100003)
+    dap.request("configurationDone")
+    ev = dap.wait_event("stopped")["body"]
+    assert ev["reason"] == "exception", ev
+    assert "race" in ev["text"] or "uninitialized" in ev["text"], ev["text"]
+
+
+def test_pause_a_spinning_kernel_then_restart_and_terminate(dap, tmp_path):
+    text = (ROOT / "examples" / "vec_add.ptx").read_text()
+    spin = text.replace("DONE:\n    ret;", "DONE:\n    bra DONE;")
+    assert spin != text
+    (tmp_path / "vec_add.ptx").write_text(spin)
+    shutil.copy(ROOT / "examples" / "vec_add.cu", tmp_path / "vec_add.cu")
+    dap.start(str(tmp_path / "vec_add.ptx"), n=256)
+    dap.request("configurationDone")
+    time.sleep(0.5)
+    assert dap.request("pause", {"threadId": 1})["success"]
+    ev = dap.wait_event("stopped")["body"]
+    assert ev["reason"] == "pause"
+    assert dap.top_frame(ev["threadId"])["line"] == 47  # spinning on `bra DONE`
+    r = dap.request("restart", {"arguments": {"program": str(tmp_path / "vec_add.ptx"), "n": 256}})
+    assert r["success"]
+    time.sleep(0.3)
+    assert dap.request("terminate", {})["success"]
+    dap.wait_event("terminated")
+
+
+def test_watch_in_the_launch_configuration(dap):
+    dap.start(VEC_ADD, n=1000, seed=2, watch="c[777]")
+    dap.request("configurationDone")
+    ev = dap.wait_event("stopped")["body"]
+    assert ev["reason"] == "data breakpoint"
+    assert "block (3,0,0) thread (9,0,0)" in dap.top_frame(ev["threadId"])["name"]
