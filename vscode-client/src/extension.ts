@@ -2,6 +2,7 @@
 import * as vscode from "vscode";
 import { onApiKeyChange } from "./apiKey";
 import { registerCommands } from "./commands";
+import { registerDebugger } from "./debugAdapter";
 import { CREATE_COMMAND } from "./environment";
 import { onInterpreterChange } from "./pythonExtension";
 import { ServerManager } from "./server";
@@ -17,6 +18,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(output, statusBar, servers);
 
   registerCommands(context, servers);
+  registerDebugger(context, servers);
   context.subscriptions.push(vscode.commands.registerCommand(CREATE_COMMAND, () => servers?.createEnvironment()));
 
   context.subscriptions.push(

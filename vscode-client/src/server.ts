@@ -51,6 +51,10 @@ export class ServerManager implements vscode.Disposable {
     this.maker = new EnvironmentMaker(context, output);
   }
 
+  // The command the running server was started with: the debug adapter runs through the same
+  // Python (debugAdapter.ts).
+  startedWith: ServerCommand | undefined;
+
   get running(): LanguageClient | undefined {
     return this.client?.state === State.Running ? this.client : undefined;
   }
@@ -87,6 +91,7 @@ export class ServerManager implements vscode.Disposable {
     if (!server) {
       return;
     }
+    this.startedWith = server;
     this.output.appendLine(`Starting the server: ${[server.command, ...server.args].join(" ")} --stdio (from ${server.origin})`);
 
     const serverOptions: ServerOptions = {
