@@ -404,6 +404,10 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         _err(problem)
         return EXIT_CANNOT_RUN
+    if args.backend == "llm":
+        from ptxls.lowering.llm_client import prefetch_sdk
+
+        prefetch_sdk()  # the SDK's import overlaps reading the kernel, spec and examples
     workspace = Path.cwd()
     if args.file:
         path = Path(args.file)

@@ -1,8 +1,8 @@
 """Chat completions against any OpenAI-compatible server (OpenAI, vLLM, llama.cpp, Ollama).
 
-``chat_http.py`` sends each request over httpx the way the openai SDK does (base URL, auth header,
-HTTP errors as the SDK's typed exceptions) without the SDK's 1.5 s import; the reply body is
-read here, from the raw bytes, because real endpoints differ in what they send
+The openai SDK sends each request (base URL, auth header, proxies and TLS through httpx, HTTP
+errors as typed exceptions); the reply body is read here, from the raw bytes, because real
+endpoints differ in what they send
 back and the loop must survive all of them:
 
 - **Parameters an endpoint refuses.** OpenAI's reasoning models answer HTTP 400 to
@@ -23,16 +23,20 @@ There are no transport-level retries: 429 / 5xx / connection errors are retried 
 scrubbed of the key (an endpoint may echo it in an error body); the first request that carries
 a key to a host is said once in the log and in the reply's notes.
 
-httpx is imported when a client is made, not when this module is, so the GPU-side code and the
-nvcc path never load it.
+The openai SDK is imported when a client is made, not when this module is, so the GPU-side code
+and the nvcc path never load it; ``prefetch_sdk()`` starts that import in a thread as soon as a
+command knows it will talk to a model, so the SDK's second of imports overlaps the prompt's
+preparation instead of following it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -289,13 +293,40 @@ def _reasoning_text(message: dict) -> str:
     return ""
 
 
+_sdk_import: threading.Thread | None = None
+
+
+def prefetch_sdk() -> None:
+    """Start importing the openai SDK in a thread (about 1 s of CPU on a 2-core machine), so
+    it runs while the caller reads the kernel, the spec and the few-shot examples."""
+    global _sdk_import
+    if _sdk_import is None and "openai" not in sys.modules:
+        _sdk_import = threading.Thread(
+            target=_import_quietly, name="ptxls-openai-import", daemon=True
+        )
+        _sdk_import.start()
+
+
+def _import_quietly() -> None:
+    with contextlib.suppress(Exception):  # a broken install is reported by the real import
+        import openai  # noqa: F401
+
+
+def _sdk():
+    if _sdk_import is not None:
+        _sdk_import.join()
+    import openai
+
+    return openai
+
+
 class LlmClient:
     def __init__(self, settings: LlmSettings):
         if not settings.ready:
             raise LlmError("config", settings.not_ready_message())
-        from . import chat_http  # httpx: imported when a client is made (see the docstring)
+        openai = _sdk()  # lazy: see the module docstring
 
-        self._openai = chat_http  # the SDK's exception names, without the SDK's import cost
+        self._openai = openai
         self.settings = settings
         remember_secret(settings.api_key)
         # what people see: never credentials embedded in the URL
@@ -310,11 +341,12 @@ class LlmClient:
         )
         for value in settings.extra_headers.values():
             remember_secret(value)  # header values are scrubbed like the key
-        self._client = chat_http.AsyncChat(
-            # local servers take any key; some proxies insist on one
+        self._client = openai.AsyncOpenAI(
+            # local servers take any key; the SDK insists on one
             api_key=settings.api_key or "no-key",
             base_url=settings.base_url,
             timeout=settings.timeout_s,
+            max_retries=0,  # retried here, with each wait reported as progress
             default_headers=dict(settings.extra_headers) or None,
         )
 
