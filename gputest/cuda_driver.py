@@ -131,6 +131,16 @@ def memset8(ptr: int, value: int, nbytes: int) -> None:
     call("cuMemsetD8", ptr, value, nbytes)
 
 
+def memset16(ptr: int, value: int, nbytes: int) -> None:
+    """``nbytes`` (a multiple of 2) as 16-bit words of ``value``: a half-precision poison."""
+    call("cuMemsetD16", ptr, value, nbytes // 2)
+
+
+def memset32(ptr: int, value: int, nbytes: int) -> None:
+    """``nbytes`` (a multiple of 4) as 32-bit words of ``value``: float32's NaN poison."""
+    call("cuMemsetD32", ptr, value, nbytes // 4)
+
+
 def synchronize() -> None:
     call("cuCtxSynchronize")
 

@@ -66,6 +66,12 @@ class FakeDevice:
     def memset8(self, ptr: int, value: int, n: int) -> None:
         self._at(ptr, n)[:] = bytes([value]) * n
 
+    def memset32(self, ptr: int, value: int, n: int) -> None:  # float32 poison (NaN) on device
+        self._at(ptr, n)[:] = np.full(n // 4, value, np.uint32).tobytes()
+
+    def memset16(self, ptr: int, value: int, n: int) -> None:
+        self._at(ptr, n)[:] = np.full(n // 2, value, np.uint16).tobytes()
+
     def synchronize(self) -> None:
         pass
 
@@ -97,8 +103,8 @@ class FakeEvents:
 @pytest.fixture
 def dev(monkeypatch):
     d = FakeDevice()
-    for name in ("alloc", "free", "upload", "download", "copy_d2d", "memset8", "synchronize",
-                 "launch", "call"):  # fmt: skip
+    for name in ("alloc", "free", "upload", "download", "copy_d2d", "memset8", "memset16",
+                 "memset32", "synchronize", "launch", "call"):  # fmt: skip
         monkeypatch.setattr(cd, name, getattr(d, name))
     monkeypatch.setattr(cd, "Events", lambda: FakeEvents(d))
     monkeypatch.setattr(hz.Harness, "_same", lambda self, a, b, n: bytes(d._at(a, n)) == bytes(d._at(b, n)))  # fmt: skip
@@ -272,3 +278,41 @@ def test_an_honest_kernel_with_launch_to_launch_spread_is_not_flagged(dev):
     assert case["passed"], case["messages"]
     assert case["timing"]["min_ms"] < case["timing"]["max_ms"]  # the spread is there
     assert not case["timing"].get("flags"), case["timing"]
+
+
+def writes_its_input(dev, args):
+    """Right output, but a scribbles over input a (a kernel that uses its input as scratch)."""
+    a, b, c, n = args
+    cost = honest(dev, args)
+    dev.array(a, n)[n // 2] = 7.0
+    return cost
+
+
+def writes_its_input_when_timed(dev, args):
+    """Honest, but its last timed launch (after the verified one and the warm-up) writes
+    input b once its output is done: every timed output is right, only the input shows it."""
+    writes_its_input_when_timed.calls += 1
+    cost = honest(dev, args)
+    if writes_its_input_when_timed.calls == 2 + _spec().timing_runs:
+        a, b, c, n = args
+        dev.array(b, n)[3] = 7.0
+    return cost
+
+
+writes_its_input_when_timed.calls = 0
+
+
+def test_an_input_the_kernel_writes_fails_the_case_with_the_changed_element(dev):
+    # the unchanged check runs on the device against the input's pristine copy; a difference
+    # falls back to the host comparison, which names the element
+    case = _run(dev, writes_its_input)
+    assert not case["passed"]
+    assert any(f"input a was modified: 1 of {N} elements changed (first at {N // 2})" in m
+               for m in case["messages"])  # fmt: skip
+
+
+def test_an_input_written_only_by_the_timed_launches_gets_no_time(dev):
+    writes_its_input_when_timed.calls = 0
+    case = _run(dev, writes_its_input_when_timed)
+    assert not case["passed"] and case["time_ms"] is None
+    assert any("after the timed launches: input b was modified" in m for m in case["messages"])
