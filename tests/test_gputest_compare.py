@@ -8,11 +8,13 @@ import pytest
 from ptxls.gputest.compare import changed, compare
 from ptxls.gputest.dtypes import (
     DTYPES,
+    PARALLEL_DRAW_MIN,
     bf16_to_f32,
     f32_to_bf16,
     from_float64,
     poison,
     random_values,
+    to_float64,
 )
 from ptxls.gputest.harness import numpy_reference
 from ptxls.gputest.spec import ParamSpec, TestSpec
@@ -129,6 +131,26 @@ def test_fresh_inputs_are_random_nonzero_and_seeded(name):
     c = random_values(dt, 1000, np.random.default_rng(6))
     assert a.dtype == np.dtype(dt.storage) and np.array_equal(a, b) and not np.array_equal(a, c)
     assert len(np.unique(a)) > 10
+
+
+@pytest.mark.parametrize("name", ["f32", "f64", "f16"])
+def test_large_inputs_drawn_in_chunks_are_seeded_uniform_and_differ_between_chunks(name):
+    dt = DTYPES[name]
+    count = PARALLEL_DRAW_MIN * 2 + 3  # two whole chunks and a partial one
+    a = random_values(dt, count, np.random.default_rng(5))
+    b = random_values(dt, count, np.random.default_rng(5))
+    c = random_values(dt, count, np.random.default_rng(6))
+    assert a.dtype == np.dtype(dt.storage) and len(a) == count
+    assert np.array_equal(a, b) and not np.array_equal(a, c)
+    v = to_float64(dt, a)
+    assert v.min() >= -1 and v.max() <= 1 and abs(v.mean()) < 0.01 and v.std() > 0.5
+    # each chunk has a generator of its own: no chunk repeats another's values
+    first, second = v[:PARALLEL_DRAW_MIN], v[PARALLEL_DRAW_MIN : 2 * PARALLEL_DRAW_MIN]
+    assert not np.array_equal(first, second)
+    # a second input of the same case gets other values
+    rng = np.random.default_rng(5)
+    x, y = random_values(dt, count, rng), random_values(dt, count, rng)
+    assert np.array_equal(x, a) and not np.array_equal(x, y)
 
 
 def test_poison_is_nan_for_floats_and_a_byte_pattern_for_ints():
