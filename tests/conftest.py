@@ -118,6 +118,10 @@ SLOW = {
     "tests/test_sass_line_info.py::test_library_modules_still_assemble_and_map_back": "ptxas "
     "and nvdisasm on every library kernel",
     "tests/test_sass.py::test_every_library_kernel_has_mapped_sass": "the same, through SASS",
+    "tests/test_eval_suite.py::test_nvccs_ptx_of_every_reference_assembles_and_fits_its_spec": (
+        "nvcc on every task's reference"
+    ),
+    "tests/test_eval_ray.py": "Ray starts its own worker processes",
 }
 
 
