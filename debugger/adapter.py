@@ -92,7 +92,9 @@ class Adapter:
                           a.get("spec") or None)  # fmt: skip
         self.session = Session(case, _dim(a.get("block")), _dim(a.get("thread")))
         self.stop_on_entry = bool(a.get("stopOnEntry"))
-        if self.line_bps:
+        if self.line_bps and self.session.case.source_map:
+            self._set_source_breakpoints(self.line_bps)
+        elif self.line_bps:
             self.session.set_breakpoints(self.line_bps)
         watch = a.get("watch")  # "c[4097]": stop where that element is written (one click
         if watch and str(watch) not in self.data_ids:  # from a failed case's first wrong one)
@@ -158,9 +160,26 @@ class Adapter:
             out = [
                 {"verified": False, "line": ln, "message": "not launched yet"} for ln, _ in specs
             ]
+        elif self.session.case.source_map:
+            out = self._set_source_breakpoints(specs)
         else:
             out = self.session.set_breakpoints(specs)
         self.ch.respond(req, {"breakpoints": out})
+
+    def _set_source_breakpoints(self, specs: list[tuple[int, str]]) -> list[dict]:
+        """CUDA lines → the first PTX line nvcc marked with each (or with the next line that
+        has code); the answer names the CUDA line the breakpoint landed on."""
+        smap = self.session.case.source_map
+        placed = []
+        for line, cond in specs:
+            target = min((c for c in smap.values() if c >= line), default=None)
+            ptx_line = min((p for p, c in smap.items() if c == target), default=10**9)
+            placed.append((ptx_line, cond, target))
+        out = self.session.set_breakpoints([(p, c) for p, c, _ in placed])
+        for bp, (_, _, target) in zip(out, placed, strict=True):
+            if bp.get("verified"):
+                bp["line"] = smap.get(bp["line"], target)
+        return out
 
     def on_setExceptionBreakpoints(self, req, args) -> None:
         self.ch.respond(req, {"breakpoints": []})
@@ -225,7 +244,18 @@ class Adapter:
     def _run(self, mode: str) -> None:
         s = self.session
         try:
+            smap = s.case.source_map
+            start = smap.get(s.current_line() or 0) if smap else None
             stop = s.run(mode)
+            while (  # a CUDA program: a step goes on to another CUDA line
+                smap
+                and mode in ("step", "next")
+                and stop is not None
+                and stop.reason == "step"
+                and not self.halting
+                and smap.get(s.current_line() or 0) == start
+            ):
+                stop = s.run(mode)
         except Exception as e:  # a Refused instruction at run time, bad operands
             self._output(f"ptxls: the emulator stopped: {e}\n", "stderr")
             stop = None
@@ -305,9 +335,13 @@ class Adapter:
             self.ch.respond(req, {"stackFrames": [], "totalFrames": 0})
             return
         src = {"name": Path(s.case.program).name, "path": str(Path(s.case.program).resolve())}
+        name = f"{s.case.kernel} block {_c(block)} thread {_c(thread)}"
+        if s.case.source_map:  # a CUDA program: its line; the PTX line in the frame's name
+            ptx_text = s.case.ptx.splitlines()[line - 1].strip() if line else ""
+            name += f" — PTX line {line}: {ptx_text}"
+            line = s.case.source_map.get(line, line)
         frame = {"id": tid or s.thread_id(block, thread), "line": line, "column": 1,
-                 "name": f"{s.case.kernel} block {_c(block)} thread {_c(thread)}",
-                 "source": src}  # fmt: skip
+                 "name": name, "source": src}  # fmt: skip
         self.ch.respond(req, {"stackFrames": [frame], "totalFrames": 1})
 
     def on_scopes(self, req, args) -> None:

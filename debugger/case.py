@@ -9,6 +9,7 @@ parameter order), ``poison`` for outputs, ``scalar_arg`` for scalar parameters.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,6 +59,8 @@ class Case:
     module: emulator.EmuModule
     spec_note: str = ""
     scalars: dict = field(default_factory=dict)
+    # a CUDA program: each line of the PTX nvcc made (``ptx``) → the CUDA line it comes from
+    source_map: dict[int, int] = field(default_factory=dict)
 
     def buffer(self, name: str) -> BufferInfo | None:
         return next((b for b in self.buffers if b.name == name), None)
@@ -65,9 +68,9 @@ class Case:
 
 def read_program(path: str) -> str:
     p = Path(path)
-    if p.suffix in (".cu", ".py"):
+    if p.suffix == ".py":
         raise CaseError(
-            f"{p.name}: debugging a CUDA or Triton source is not supported yet — open its PTX "
+            f"{p.name}: debugging a Triton source is not supported yet — open its PTX "
             "(Show PTX) and debug that file"
         )
     try:
@@ -92,6 +95,12 @@ def build_case(program: str, kernel: str | None = None, n: int | None = None,
     """Load ``program`` in the emulator and lay out the test case of ``kernel`` at size ``n``
     with the inputs of ``seed``. Raises CaseError with a sentence for the user."""
     text = read_program(program)
+    source_map: dict[int, int] = {}
+    cuda_text = None
+    if Path(program).suffix == ".cu":
+        cuda_text = text
+        kernel = kernel or _first_cuda_kernel(text, program)
+        text, entry, source_map = lower_cuda(text, kernel, program)
     try:
         module = emulator.load(text)
     except emulator.Refused as e:
@@ -100,10 +109,14 @@ def build_case(program: str, kernel: str | None = None, n: int | None = None,
     kernels = module.kernels
     if not kernels:
         raise CaseError(f"{program} has no .entry kernel")
-    kernel = kernel or kernels[0]
-    if kernel not in kernels:
-        raise CaseError(f"no kernel named {kernel!r} (kernels: {', '.join(kernels)})")
-    res = _resolution(text, kernel, str(program), spec_path)
+    if cuda_text is not None:
+        res = resolve_spec(SpecSource("cuda", cuda_text, kernel, str(program)))
+        kernel = entry
+    else:
+        kernel = kernel or kernels[0]
+        if kernel not in kernels:
+            raise CaseError(f"no kernel named {kernel!r} (kernels: {', '.join(kernels)})")
+        res = _resolution(text, kernel, str(program), spec_path)
     if not res.ok:
         raise CaseError(f"{kernel}: {unusable(res)}")
     spec = res.spec
@@ -140,4 +153,32 @@ def build_case(program: str, kernel: str | None = None, n: int | None = None,
             f"the spec of {kernel} has {len(params)} parameters, the PTX {len(func.params)}"
         )
     return Case(program, text, kernel, n, seed, grid, block, shared, env, params, buffers,
-                memory, module, "; ".join(spec.origin))  # fmt: skip
+                memory, module, "; ".join(spec.origin), source_map=source_map)  # fmt: skip
+
+
+def _first_cuda_kernel(text: str, program: str) -> str:
+    m = re.search(r"__global__\s+(?:__\w+__(?:\([^)]*\))?\s+)*void\s+(\w+)", text)
+    if m is None:
+        raise CaseError(f"{program}: no __global__ kernel found; name one with 'kernel'")
+    return m.group(1)
+
+
+def lower_cuda(text: str, kernel: str, program: str) -> tuple[str, str, dict[int, int]]:
+    """nvcc's PTX of ``kernel`` the way Show PTX makes it (-O3 -lineinfo, the CUDA lines
+    interleaved as comments), its entry name, and each PTX line's CUDA line."""
+    import asyncio
+
+    from ptxls.lowering.show_ptx import show_ptx
+
+    shown = asyncio.run(show_ptx(text, kernel=kernel, file_path=program))
+    if not shown.ok:
+        raise CaseError(f"{Path(program).name}: no PTX for {kernel}: {shown.message}")
+    marker = re.compile(r"^\s*//\s*" + re.escape(Path(program).name) + r":(\d+):")
+    source_map, current = {}, None
+    for number, line in enumerate(shown.ptx.splitlines(), 1):
+        m = marker.match(line)
+        if m:
+            current = int(m.group(1))
+        elif current is not None and line.strip():
+            source_map[number] = current
+    return shown.ptx, shown.entry, source_map

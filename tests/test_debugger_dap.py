@@ -242,3 +242,33 @@ def test_watch_in_the_launch_configuration(dap):
     ev = dap.wait_event("stopped")["body"]
     assert ev["reason"] == "data breakpoint"
     assert "block (3,0,0) thread (9,0,0)" in dap.top_frame(ev["threadId"])["name"]
+
+
+@pytest.mark.skipif(
+    shutil.which("nvcc") is None, reason="no nvcc: a .cu is debugged through its PTX"
+)
+def test_cuda_source_breakpoint_and_step_through_line_info(dap):
+    cu = str(ROOT / "examples" / "vec_add.cu")
+    r = dap.request("initialize", {"adapterID": "ptxls"})
+    r = dap.request("launch", {"program": cu, "n": 1000, "seed": 4, "block": 1, "thread": 5})
+    assert r["success"], r
+    dap.wait_event("initialized")
+    r = dap.request("setBreakpoints", {"source": {"path": cu}, "breakpoints": [{"line": 6}]})
+    assert r["body"]["breakpoints"][0] == {
+        **r["body"]["breakpoints"][0],
+        "verified": True,
+        "line": 6,
+    }
+    dap.request("configurationDone")
+    ev = dap.wait_event("stopped")["body"]
+    frame = dap.top_frame(ev["threadId"])
+    assert frame["line"] == 6 and frame["source"]["path"] == cu
+    assert "PTX line" in frame["name"]
+    # nvcc's registers: the index is in some register; evaluate the CUDA expression's parts
+    r = dap.request(
+        "evaluate", {"expression": "%ctaid.x * %ntid.x + %tid.x", "frameId": frame["id"]}
+    )
+    assert r["body"]["result"] == "261"
+    dap.request("next", {"threadId": ev["threadId"]})
+    ev2 = dap.wait_event("stopped")["body"]
+    assert dap.top_frame(ev2["threadId"])["line"] != 6  # on to another CUDA line
