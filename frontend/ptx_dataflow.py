@@ -336,10 +336,11 @@ def _components(blocks: list[_Block]) -> list[list[int]]:
             if k < len(succ):
                 work.append((v, k + 1))
                 w = succ[k]
-                if index[w] is None:
+                seen_at = index[w]
+                if seen_at is None:
                     work.append((w, 0))
                 elif on_stack[w]:
-                    low[v] = min(low[v], index[w])
+                    low[v] = min(low[v], seen_at)
                 continue
             if low[v] == index[v]:
                 comp = []
@@ -367,8 +368,8 @@ def _may_reach(blocks: list[_Block], gen: list[int]) -> list[int]:
         for b in comp:
             comp_of[b] = c
     preds: list[list[int]] = [[] for _ in blocks]
-    for i, b in enumerate(blocks):
-        for s in b.succ:
+    for i, block in enumerate(blocks):
+        for s in block.succ:
             preds[s].append(i)
     into = [0] * len(blocks)
     out = [0] * len(blocks)
@@ -490,8 +491,13 @@ def _triton_scratch(func: PtxFunction, unused: set[str]) -> set[str]:
 
 
 def _entry_findings(
-    text: str, clean: str, lines: _Lines, mod: PtxModule, func: PtxFunction, outputs=()
-):
+    text: str,
+    clean: str,
+    lines: _Lines,
+    mod: PtxModule,
+    func: PtxFunction,
+    outputs: tuple[int, ...] = (),
+) -> list[Finding]:
     start, end = func.offsets
     body_start = clean.find("{", start, end)
     if body_start < 0:
