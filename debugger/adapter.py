@@ -97,6 +97,8 @@ class Adapter:
         elif self.line_bps:
             self.session.set_breakpoints(self.line_bps)
         watch = a.get("watch")  # "c[4097]": stop where that element is written (one click
+        if watch == "first-wrong":
+            watch = self._first_wrong()
         if watch and str(watch) not in self.data_ids:  # from a failed case's first wrong one)
             self.data_ids = [*self.data_ids, str(watch)]
         if self.data_ids:
@@ -108,6 +110,20 @@ class Adapter:
             f"block={case.block} on the CPU emulator; following block {self.session.block} "
             f"thread {self.session.thread}\n"
         )
+
+    def _first_wrong(self) -> str | None:
+        """Run the case to the end, compare with its reference, and watch the first wrong
+        element (following the thread that writes it)."""
+        from .first_wrong import first_wrong
+
+        a = self.launch_args
+        found = first_wrong(str(a["program"]), a.get("kernel") or None, _opt_int(a.get("n")),
+                            _opt_int(a.get("seed")), a.get("spec") or None)  # fmt: skip
+        if found is None:
+            self._output("ptxls: every output element matches the reference in this case\n")
+            return None
+        self._output(f"ptxls: {found.text}\nptxls: watching {found.buffer}[{found.element}]\n")
+        return f"{found.buffer}[{found.element}]"
 
     def on_configurationDone(self, req, args) -> None:
         self.ch.respond(req)

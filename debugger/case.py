@@ -61,6 +61,10 @@ class Case:
     scalars: dict = field(default_factory=dict)
     # a CUDA program: each line of the PTX nvcc made (``ptx``) → the CUDA line it comes from
     source_map: dict[int, int] = field(default_factory=dict)
+    spec: object = None  # the TestSpec
+    resolution: object = None  # the SpecResolution (its reference source, for first_wrong.py)
+    host_inputs: dict = field(default_factory=dict)  # the inputs as the harness made them
+    lengths: dict = field(default_factory=dict)
 
     def buffer(self, name: str) -> BufferInfo | None:
         return next((b for b in self.buffers if b.name == name), None)
@@ -131,14 +135,17 @@ def build_case(program: str, kernel: str | None = None, n: int | None = None,
     memory = emulator.Memory()
     buffers: list[BufferInfo] = []
     params: list[bytes] = []
+    host_inputs: dict = {}
+    lengths: dict = {}
     for p in spec.params:
         if not p.is_pointer:
             params.append(scalar_arg(p, env[p.name]).tobytes())
             continue
         dt = DTYPES[p.dtype]
         length = max(0, exprs.evaluate_int(p.length, env))
+        lengths[p.name] = length
         if p.role in ("in", "inout"):
-            data = _inputs(p, length, rng)
+            data = host_inputs[p.name] = _inputs(p, length, rng)
         elif p.role == "scratch":
             data = np.zeros(length, dt.storage)
         else:
@@ -153,7 +160,8 @@ def build_case(program: str, kernel: str | None = None, n: int | None = None,
             f"the spec of {kernel} has {len(params)} parameters, the PTX {len(func.params)}"
         )
     return Case(program, text, kernel, n, seed, grid, block, shared, env, params, buffers,
-                memory, module, "; ".join(spec.origin), source_map=source_map)  # fmt: skip
+                memory, module, "; ".join(spec.origin), source_map=source_map, spec=spec,
+                resolution=res, host_inputs=host_inputs, lengths=lengths)  # fmt: skip
 
 
 def _first_cuda_kernel(text: str, program: str) -> str:

@@ -272,3 +272,33 @@ def test_cuda_source_breakpoint_and_step_through_line_info(dap):
     dap.request("next", {"threadId": ev["threadId"]})
     ev2 = dap.wait_event("stopped")["body"]
     assert dap.top_frame(ev2["threadId"])["line"] != 6  # on to another CUDA line
+
+
+def test_first_wrong_element_against_the_numpy_reference(dap, tmp_path):
+    # vec_add with a planted bug from element 600 on; the spec's numpy reference finds it
+    text = (ROOT / "examples" / "vec_add.ptx").read_text()
+    wrong = text.replace(".reg .pred  %p<2>;", ".reg .pred  %p<3>;").replace(
+        "    add.f32         %f3, %f1, %f2;\n",
+        "    setp.ge.s32     %p2, %r5, 600;\n    add.f32         %f3, %f1, %f2;\n"
+        "    @%p2 sub.f32    %f3, %f1, %f2;\n",
+    )
+    annotated = "// @gputest a: in f32[n]; b: in f32[n]; c: out f32[n]; n: size; ref: c = a + b\n"
+    wrong = wrong.replace(".visible .entry vec_add(", annotated + ".visible .entry vec_add(")
+    (tmp_path / "wrong_add.ptx").write_text(wrong)
+    dap.start(str(tmp_path / "wrong_add.ptx"), n=1000, seed=9, watch="first-wrong")
+    dap.request("configurationDone")
+    ev = dap.wait_event("stopped")["body"]
+    assert ev["reason"] == "data breakpoint" and ev["description"] == "c[600] written"
+    assert "block (2,0,0) thread (88,0,0)" in dap.top_frame(ev["threadId"])["name"]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc for the paired CUDA reference")
+def test_first_wrong_element_against_the_paired_cuda(dap, tmp_path):
+    text = (ROOT / "examples" / "vec_add.ptx").read_text()
+    wrong = text.replace("add.f32         %f3, %f1, %f2;", "add.f32         %f3, %f1, %f1;")
+    (tmp_path / "vec_add.ptx").write_text(wrong)
+    shutil.copy(ROOT / "examples" / "vec_add.cu", tmp_path / "vec_add.cu")
+    dap.start(str(tmp_path / "vec_add.ptx"), n=300, seed=1, watch="first-wrong")
+    dap.request("configurationDone")
+    ev = dap.wait_event("stopped")["body"]
+    assert ev["reason"] == "data breakpoint" and ev["description"] == "c[0] written"
