@@ -136,7 +136,10 @@ class Session:
         out = []
         for line, cond in specs:
             bid = self._new_id()
-            pc = next((i.index for i in self.instrs if i.line >= line), None)
+            # the instruction on that line, else on the next line that has one (inlined
+            # callees make the instruction order differ from the line order)
+            at = min((i.line for i in self.instrs if i.line >= line), default=None)
+            pc = next((i.index for i in self.instrs if i.line == at), None)
             if pc is None:
                 out.append({"id": bid, "verified": False, "line": line,
                             "message": "no instruction on or after this line"})  # fmt: skip

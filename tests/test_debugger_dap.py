@@ -302,3 +302,67 @@ def test_first_wrong_element_against_the_paired_cuda(dap, tmp_path):
     dap.request("configurationDone")
     ev = dap.wait_event("stopped")["body"]
     assert ev["reason"] == "data breakpoint" and ev["description"] == "c[0] written"
+
+
+TWICE = """.func  (.param .b32 func_retval0) twice(
+    .param .b32 twice_param_0
+)
+{
+    .reg .f32   %g<3>;
+    ld.param.f32    %g1, [twice_param_0];
+    add.f32         %g2, %g1, %g1;
+    st.param.f32    [func_retval0], %g2;
+    ret;
+}
+
+"""
+CALL = """    add.f32         %f3, %f1, %f2;
+    {
+    .param .b32 param0;
+    st.param.f32    [param0], %f3;
+    .param .b32 retval0;
+    call.uni (retval0), twice, (param0);
+    ld.param.f32    %f3, [retval0];
+    }
+"""
+
+
+def _with_call(tmp_path) -> tuple[str, dict[str, int]]:
+    text = (ROOT / "examples" / "vec_add.ptx").read_text()
+    text = text.replace(".visible .entry vec_add(", TWICE + ".visible .entry vec_add(")
+    text = text.replace("    add.f32         %f3, %f1, %f2;\n", CALL)
+    lines = text.splitlines()
+    where = {
+        "store_arg": lines.index("    st.param.f32    [param0], %f3;") + 1,
+        "callee_first": lines.index("    ld.param.f32    %g1, [twice_param_0];") + 1,
+        "callee_add": lines.index("    add.f32         %g2, %g1, %g1;") + 1,
+        "after_call": lines.index("    ld.param.f32    %f3, [retval0];") + 1,
+    }
+    (tmp_path / "vec_add.ptx").write_text(text)
+    shutil.copy(ROOT / "examples" / "vec_add.cu", tmp_path / "vec_add.cu")
+    return str(tmp_path / "vec_add.ptx"), where
+
+
+@pytest.mark.parametrize(
+    ("request_", "lands"), [("next", "after_call"), ("stepIn", "callee_first")]
+)
+def test_next_steps_over_a_call_and_step_in_enters_it(dap, tmp_path, request_, lands):
+    program, where = _with_call(tmp_path)
+    dap.start(program, breakpoints=[where["store_arg"]], n=64)
+    dap.request("configurationDone")
+    ev = dap.wait_event("stopped")["body"]
+    assert dap.top_frame(ev["threadId"])["line"] == where["store_arg"]
+    dap.request(request_, {"threadId": ev["threadId"]})
+    dap.wait_event("stopped")
+    assert dap.top_frame(ev["threadId"])["line"] == where[lands]
+
+
+def test_step_out_of_a_call(dap, tmp_path):
+    program, where = _with_call(tmp_path)
+    dap.start(program, breakpoints=[where["callee_add"]], n=64)
+    dap.request("configurationDone")
+    ev = dap.wait_event("stopped")["body"]
+    assert dap.top_frame(ev["threadId"])["line"] == where["callee_add"]
+    dap.request("stepOut", {"threadId": ev["threadId"]})
+    dap.wait_event("stopped")
+    assert dap.top_frame(ev["threadId"])["line"] == where["after_call"]
