@@ -60,6 +60,11 @@ def planted_kernel(folder: Path) -> Path:
     )
     assert wrong != text
     (folder / "vec_add.ptx").write_text(wrong)
+    # the same kernel with its test in an annotation (numpy reference), for "first-wrong"
+    ann = "// @gputest a: in f32[n]; b: in f32[n]; c: out f32[n]; n: size; ref: c = a + b\n"
+    (folder / "annotated.ptx").write_text(
+        wrong.replace(".visible .entry vec_add(", ann + ".visible .entry vec_add(")
+    )
     (folder / "vec_add.cu").write_text((ROOT / "examples" / "vec_add.cu").read_text())  # spec
     return folder / "vec_add.ptx"
 
@@ -140,6 +145,16 @@ def main() -> int:
                 dap2.variables(ev2["threadId"], "Registers")
                 reads.append(time.perf_counter() - t1)
             dap2.close()
+            # one click: the adapter finds the first wrong element itself (a whole run, the
+            # numpy reference, the comparison) and then runs to its writer
+            t0 = time.perf_counter()
+            dap3 = DapClient()
+            dap3.start(str(Path(tmp) / "annotated.ptx"), n=N, seed=SEED, watch="first-wrong")
+            dap3.request("configurationDone")
+            ev3 = dap3.wait_event("stopped", timeout=120)["body"]
+            one_click = time.perf_counter() - t0
+            assert ev3["description"] == f"c[{k}] written", ev3
+            dap3.close()
         finally:
             dap.close()
     all_steps = steps + early
@@ -153,6 +168,7 @@ def main() -> int:
         "spawn_to_initialized_s": round(t_init - t_spawn, 3),
         "launch_to_stop_s": round(t_stop - t_init, 3),
         "spawn_to_stop_s": round(t_stop - t_spawn, 3),
+        "first_wrong_found_by_adapter_spawn_to_stop_s": round(one_click, 3),
         "goal_reach_s": GOAL_REACH_S,
         "reach_within_goal": (t_stop - t_spawn) <= GOAL_REACH_S,
         "steps_after_stop": len(steps),
@@ -182,6 +198,9 @@ def main() -> int:
         f"| process start → initialize answered | {result['spawn_to_initialized_s']} | |\n"
         f"| launch → stopped at the writing thread of c[{k}] | {result['launch_to_stop_s']} | |\n"
         f"| process start → stopped (F5 to stop) | {result['spawn_to_stop_s']} | ≤ 2 s |\n"
+        "| the same with `watch: first-wrong` (the adapter runs the case, the numpy reference "
+        f"and the comparison first) | {result['first_wrong_found_by_adapter_spawn_to_stop_s']} "
+        "| ≤ 2 s |\n"
         f"| one step (median of {len(all_steps)}) | {result['step_s_median']} | < 0.1 s |\n"
         f"| one step (max) | {result['step_s_max']} | < 0.1 s |\n"
         f"| Registers scope read (max) | {result['registers_read_s_max']} | |\n\n"
