@@ -192,7 +192,9 @@ def _how_to_get(error: str) -> str:
     """The finder's message without its own 'X not found.' (the row says it already)."""
     said = re.match(r"[\w+-]+ (was )?not found[.:]?\s*", error)
     rest = error[said.end() :] if said and error[said.end() :] else error
-    return rest[:1].lower() + rest[1:]
+    if rest[:1].isupper() and rest[1:2].islower():  # "Install …", not "PTXLS_…" or "PATH"
+        return rest[:1].lower() + rest[1:]
+    return rest
 
 
 def _optional_rows(info: dict) -> list[tuple[str, str]]:
