@@ -47,6 +47,7 @@ class Adapter:
         self.stop_on_entry = False
         self.done = False
         self.halting = False
+        self.stop_on_findings = True
 
     # ---- main loop
 
@@ -92,6 +93,7 @@ class Adapter:
                           a.get("spec") or None)  # fmt: skip
         self.session = Session(case, _dim(a.get("block")), _dim(a.get("thread")))
         self.stop_on_entry = bool(a.get("stopOnEntry"))
+        self.session.stop_on_findings = self.stop_on_findings
         if self.line_bps and self.session.case.source_map:
             self._set_source_breakpoints(self.line_bps)
         elif self.line_bps:
@@ -198,7 +200,14 @@ class Adapter:
         return out
 
     def on_setExceptionBreakpoints(self, req, args) -> None:
-        self.ch.respond(req, {"breakpoints": []})
+        """The one filter, "findings": off, the run goes on past the emulator's findings (the
+        exit code still says there were some)."""
+        filters = list(args.get("filters") or [])
+        filters += [o.get("filterId") for o in args.get("filterOptions") or []]
+        self.stop_on_findings = "findings" in filters
+        if self.session is not None:
+            self.session.stop_on_findings = self.stop_on_findings
+        self.ch.respond(req, {"breakpoints": [{"verified": True} for _ in filters]})
 
     def on_dataBreakpointInfo(self, req, args) -> None:
         name = str(args.get("name", ""))
@@ -222,12 +231,12 @@ class Adapter:
     def on_next(self, req, args) -> None:
         self._select(args)
         self.ch.respond(req)
-        self._resume("next")
+        self._resume("next", args.get("granularity") == "instruction")
 
     def on_stepIn(self, req, args) -> None:
         self._select(args)
         self.ch.respond(req)
-        self._resume("step")
+        self._resume("step", args.get("granularity") == "instruction")
 
     def on_stepOut(self, req, args) -> None:
         self._select(args)
@@ -246,10 +255,11 @@ class Adapter:
         if s is not None and tid and tid != s.thread_id(s.block, s.thread):
             s.follow(*s.coords(int(tid)))
 
-    def _resume(self, mode: str) -> None:
+    def _resume(self, mode: str, by_instruction: bool = False) -> None:
         self._wait_runner()
         self.refs = {}
-        self.runner = threading.Thread(target=self._run, args=(mode,), daemon=True)
+        self.runner = threading.Thread(target=self._run, args=(mode, by_instruction),
+                                       daemon=True)  # fmt: skip
         self.runner.start()
 
     def _wait_runner(self) -> None:
@@ -257,10 +267,10 @@ class Adapter:
             self.runner.join()
         self.runner = None
 
-    def _run(self, mode: str) -> None:
+    def _run(self, mode: str, by_instruction: bool = False) -> None:
         s = self.session
         try:
-            smap = s.case.source_map
+            smap = None if by_instruction else s.case.source_map
             start = smap.get(s.current_line() or 0) if smap else None
             stop = s.run(mode)
             while (  # a CUDA program: a step goes on to another CUDA line
@@ -300,6 +310,7 @@ class Adapter:
         if stop.hit_ids:
             body["hitBreakpointIds"] = list(stop.hit_ids)
         if stop.reason == "step" and s.last_skipped:
+            body["description"] = "stepped over an instruction predicated off for this thread"
             self._output("ptxls: that instruction was skipped for this thread (its guard "
                          "predicate was false)\n")  # fmt: skip
         self.ch.event("stopped", body)

@@ -76,6 +76,7 @@ class Session:
         self.shown_line: int | None = None
         self.last_skipped = False
         self.thread_exited = False
+        self.stop_on_findings = True
         self.own_lines = self._own_line_span()
 
     # ---- which thread
@@ -268,6 +269,8 @@ class Session:
                             f"{bp.buffer}[{bp.element}] written at line {line} by block "
                             f"{self.block} thread {self.thread}", hit_ids=(bp.id,))  # fmt: skip
             found = self.ex.checks.findings
+            if len(found) > self.findings_seen and not self.stop_on_findings:
+                self.findings_seen = len(found)
             if len(found) > self.findings_seen:
                 f = found[self.findings_seen]
                 self.findings_seen = len(found)
@@ -322,7 +325,10 @@ class Session:
         return np.nonzero(v.astype(bool))[0]
 
     def evaluate(self, text: str):
-        """A watch expression for the followed thread: its value (scalar)."""
+        """A watch expression for the followed thread: its value (scalar). A hover on "r5"
+        (editors' word patterns drop the %) means %r5."""
+        if f"%{text}" in self.func.reg_index:
+            text = f"%{text}"
         tree = X.parse(text)
         self._check_names(tree)
         return np.asarray(X.evaluate(tree, self._scalar_lookup, self._scalar_index)).reshape(-1)[0]

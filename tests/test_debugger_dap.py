@@ -366,3 +366,29 @@ def test_step_out_of_a_call(dap, tmp_path):
     dap.request("stepOut", {"threadId": ev["threadId"]})
     dap.wait_event("stopped")
     assert dap.top_frame(ev["threadId"])["line"] == where["after_call"]
+
+
+def test_findings_filter_off_runs_past_the_finding(dap, tmp_path):
+    text = (ROOT / "examples" / "vec_add.ptx").read_text()
+    (tmp_path / "vec_add.ptx").write_text(text.replace("@%p1 bra        DONE;", "// no check"))
+    shutil.copy(ROOT / "examples" / "vec_add.cu", tmp_path / "vec_add.cu")
+    dap.start(str(tmp_path / "vec_add.ptx"), n=257)
+    r = dap.request("setExceptionBreakpoints", {"filters": []})
+    assert r["success"]
+    dap.request("configurationDone")
+    assert dap.wait_event("exited")["body"]["exitCode"] == 1  # findings, but no stop
+    dap.wait_event("terminated")
+
+
+def test_predicated_off_step_is_said_and_hover_names_work(dap):
+    # block 1 thread 100 at n=300 has i >= n: `@%p1 bra DONE` runs (taken); thread 3 of
+    # block 0 skips the branch: its step says the instruction was predicated off
+    dap.start(VEC_ADD, breakpoints=[32], n=300, seed=1, block=0, thread=3)
+    dap.request("configurationDone")
+    ev = dap.wait_event("stopped")["body"]
+    dap.request("stepIn", {"threadId": ev["threadId"]})
+    step = dap.wait_event("stopped")["body"]
+    assert "predicated off" in step.get("description", "")
+    assert dap.top_frame(ev["threadId"])["line"] == 34
+    r = dap.request("evaluate", {"expression": "r5", "context": "hover"})
+    assert r["body"]["result"] == "3"
