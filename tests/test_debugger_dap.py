@@ -392,3 +392,28 @@ def test_predicated_off_step_is_said_and_hover_names_work(dap):
     assert dap.top_frame(ev["threadId"])["line"] == 34
     r = dap.request("evaluate", {"expression": "r5", "context": "hover"})
     assert r["body"]["result"] == "3"
+
+
+def test_buffers_page_and_other_threads_have_their_own_frames(dap):
+    n, seed = 3007, 5
+    dap.start(VEC_ADD, breakpoints=[STORE_LINE], n=n, seed=seed, block=2, thread=3)
+    dap.request("configurationDone")
+    ev = dap.wait_event("stopped")["body"]
+    frame = dap.top_frame(ev["threadId"])
+    a, _ = _inputs_of(seed, n)
+    glob = dap.variables(frame["id"], "Globals")
+    assert glob["a"]["indexedVariables"] == n and glob["c"]["indexedVariables"] == n
+    page = dap.request("variables", {"variablesReference": glob["a"]["variablesReference"],
+                                     "filter": "indexed", "start": 515, "count": 2})  # fmt: skip
+    values = page["body"]["variables"]
+    assert [v["name"] for v in values] == ["[515]", "[516]"]
+    assert [np.float32(v["value"]) for v in values] == [a[515], a[516]]
+    threads = dap.request("threads")["body"]["threads"]
+    names = [t["name"] for t in threads]
+    assert any("lane 31" in x for x in names) and any("block (11,0,0)" in x for x in names)
+    # the last block's thread 3 (i = 11*256+3 = 2819 < n) is somewhere in the kernel too
+    other = next(t for t in threads if "block (11,0,0)" in t["name"])
+    frames = dap.request("stackTrace", {"threadId": other["id"]})["body"]["stackFrames"]
+    assert frames and "block (11,0,0) thread (3,0,0)" in frames[0]["name"]
+    regs = dap.variables(frames[0]["id"], "Special registers")
+    assert regs["%ctaid.x"]["value"] == "11"
