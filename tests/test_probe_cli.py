@@ -99,19 +99,33 @@ def test_an_endpoint_that_refuses_every_request_could_not_run(work, step):
 
 
 def test_an_elided_repair_is_never_written_under_compile_only(work):
-    elided = fenced(
-        GOOD_VEC_ADD.replace("cvta.to.global", "// ... unchanged ...\n    cvta.to.global", 1)
+    # the address computation really left out: its registers are read and never written
+    gone = (
+        "    mul.wide.u32        %rd4, %r6, 4;\n"
+        "    add.s64             %rd5, %rd1, %rd4;\n"
+        "    add.s64             %rd6, %rd2, %rd4;\n"
+        "    add.s64             %rd7, %rd3, %rd4;\n"
     )
-    assert "unchanged" in elided
+    assert gone in GOOD_VEC_ADD
+    elided = fenced(GOOD_VEC_ADD.replace(gone, "    // ... unchanged ...\n", 1))
     p, requests, records = lower(work, [Step(elided)] * 5, "--rounds", "5")
     assert p.returncode == 1, p.stdout + p.stderr
     assert not (work / "vec_add.ptx").exists()
-    last = p.stdout.strip().splitlines()[-1]
-    assert "elided" in last and "even after a fresh start" in last, last
     assert requests == 3  # round 2 repeats round 1, a fresh start, then it stops
-    assert [r["outcome"] for r in records if r.get("kind") == "not_a_candidate"] == [
-        "incomplete"
-    ] * 3
+    assert len([r for r in records if r.get("kind") == "dataflow"]) == 3  # each one judged
+    last = p.stdout.strip().splitlines()[-1]
+    assert "incomplete" in last and "%rd5" in last, last  # the register nothing writes
+
+
+def test_a_complete_kernel_with_an_unchanged_comment_is_judged_by_its_code(work):
+    # the words alone decide nothing: every instruction is there, so it is a candidate
+    worded = fenced(
+        GOOD_VEC_ADD.replace("cvta.to.global", "// ... unchanged ...\n    cvta.to.global", 1)
+    )
+    p, requests, _ = lower(work, [Step(worded)] * 5, "--rounds", "5")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert requests == 1
+    assert "add.f32" in (work / "vec_add.ptx").read_text()
 
 
 def test_a_stuck_model_whose_line_numbers_drift_still_changes_tack(work):
