@@ -21,6 +21,8 @@ from ptxls.gputest.dtypes import DTYPES, poison
 from ptxls.gputest.harness import _inputs, scalar_arg
 from ptxls.gputest.launch import launch_dims, scalar_env
 from ptxls.gputest.library_spec import library_resolution, spec_json_beside
+from ptxls.gputest.pairing import SpecResolution
+from ptxls.gputest.spec import TestSpec
 from ptxls.gputest.spec_source import SpecSource, resolve_spec, unusable
 
 # Without an `n` in the launch configuration: the largest of the spec's sizes up to this
@@ -61,8 +63,8 @@ class Case:
     scalars: dict = field(default_factory=dict)
     # a CUDA program: each line of the PTX nvcc made (``ptx``) → the CUDA line it comes from
     source_map: dict[int, int] = field(default_factory=dict)
-    spec: object = None  # the TestSpec
-    resolution: object = None  # the SpecResolution (its reference source, for first_wrong.py)
+    spec: TestSpec | None = None
+    resolution: SpecResolution | None = None  # its reference source, for first_wrong.py
     host_inputs: dict = field(default_factory=dict)  # the inputs as the harness made them
     lengths: dict = field(default_factory=dict)
 

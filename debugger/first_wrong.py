@@ -54,6 +54,7 @@ def first_wrong(program: str, kernel: str | None, n: int | None, seed: int | Non
     case = build_case(program, kernel, n, seed, spec_path)
     got = _outputs(case)
     spec = case.spec
+    assert spec is not None  # build_case refuses a case without one
     if spec.numpy_ref:
         expected = numpy_reference(spec, case.host_inputs, case.lengths, case.env, spec.numpy_ref)
     else:
