@@ -86,6 +86,7 @@ class _Device:
         self.launches = 0
         self.opcodes: set[str] = set()  # opcode families run, where the engine reports them
         self.moved: dict[int, int] = {}  # an allocation's base -> its data's (name_buffer)
+        self.outputs: dict[int, int] = {}  # pure outputs' data -> bytes, unwritten at each launch
 
 
 _dev: _Device | None = None
@@ -195,17 +196,25 @@ def alloc(nbytes: int) -> int:
 
 def free(ptr: int) -> None:
     dev = _device()
-    dev.memory.free(dev.moved.pop(ptr, ptr))
+    data = dev.moved.pop(ptr, ptr)
+    dev.outputs.pop(data, None)
+    dev.memory.free(data)
 
 
-def name_buffer(base: int, guard: int, nbytes: int, name: str) -> None:
+def name_buffer(base: int, guard: int, nbytes: int, name: str, output: bool = False) -> None:
     """The harness's buffer at ``base``: ``guard`` bytes of guard band, ``nbytes`` of data named
     ``name``, another guard band. Only the data is in bounds for a kernel, so an access to a
     guard band is reported as out of bounds of ``name`` (which element, which thread), not only
-    seen afterwards as a damaged band; the harness still reads and writes the bands."""
+    seen afterwards as a damaged band; the harness still reads and writes the bands.
+    ``output``: a pure output (role "out"): its poison is the harness's, not a value the kernel
+    may use, so every launch starts with its bytes unwritten and a read of one before the
+    kernel wrote it is a finding (compute-sanitizer's initcheck, which a GPU run cannot do
+    while the poison is there)."""
     dev = _device()
     mem = dev.memory
     data = base + guard
+    if output and nbytes and hasattr(mem, "mark_unwritten"):
+        dev.outputs[data] = nbytes
     try:
         i = mem._starts.index(base)
         a = mem.allocs[i]
@@ -260,6 +269,8 @@ def launch(fn, grid, block, shared: int, args: list[np.ndarray]) -> None:
     dev = _device()
     params = [np.ascontiguousarray(a).tobytes() for a in args]
     params += [bytes(8)] * (fn[2] if len(fn) > 2 else 0)  # with_null_params
+    for addr, nbytes in dev.outputs.items():
+        dev.memory.mark_unwritten(addr, nbytes)
     try:
         result = emu.launch(
             module.emu, name, tuple(grid), tuple(block), int(shared), params, dev.memory,

@@ -497,7 +497,7 @@ class Harness:
             )
             b = Buffer(p, dt, length, self.cd.alloc(whole.nbytes), host_inputs.get(p.name), self.cd)
             if hasattr(self.cd, "name_buffer"):  # the emulator: guard bands are out of bounds
-                self.cd.name_buffer(b.base, GUARD_BYTES, b.nbytes, p.name)
+                self.cd.name_buffer(b.base, GUARD_BYTES, b.nbytes, p.name, p.role == "out")
             if p.role == "out" and _UNWRITTEN_OUTPUTS:
                 # Under compute-sanitizer initcheck (gputest/sanitize.py): guard bands only, so
                 # a kernel that reads an output before writing it reads uninitialised memory.
