@@ -59,8 +59,9 @@ def check_global(w, addr, size, pc, threads, access: str) -> np.ndarray | None:
             rel = a - near.addr
             elem = rel // size if size else rel
             dead = not near.live and near.addr <= a < near.addr + near.nbytes
-            where = (f"{near.name}[{elem}] (the buffer holds {near.nbytes // max(size, 1)} "
-                     f"elements of {size} bytes)")  # fmt: skip
+            held = near.nbytes // max(size, 1)
+            where = (f"{near.name}[{elem}] (the buffer holds {held} "
+                     f"element{'' if held == 1 else 's'} of {size} bytes)")  # fmt: skip
             kind = E.FREED if dead else E.OUT_OF_BOUNDS
             msg = f"{access} of {size} bytes {'in freed ' if dead else 'out of bounds: '}{where}"
             buf = near.name
