@@ -97,8 +97,8 @@ def _sizes(raw: list[str] | None) -> list[int] | None:
 def _unknown_kernel(path: Path, kernel: str | None) -> str:
     """Why --kernel names no kernel of the file ("" when it does, or when none was asked)."""
     from ptxls.frontend.demangle import short_name
+    from ptxls.frontend.kernels import kernels_in
     from ptxls.frontend.languages import CUDA, PTX, language_of
-    from ptxls.gputest.api import kernels_in
 
     language = language_of(str(path))
     if not kernel or language not in (PTX, CUDA):

@@ -88,7 +88,7 @@ async def _run(args: argparse.Namespace, tools, sizes, names: list[str], text: s
 
 def run(args: argparse.Namespace, sizes: list[int] | None) -> int:
     """Called by ``ptxls test`` after it checked the file, --ref, --spec and --sizes."""
-    from ptxls.gputest.api import kernels_in
+    from ptxls.frontend.kernels import kernels_in
     from ptxls.gputest.sanitize import format_result, parse_tools
 
     try:

@@ -44,7 +44,7 @@ from .triton_ref import paired_triton
 __all__ = [
     "run_gpu_test", "run_gpu_test_cuda", "run_gpu_test_file", "infer_spec_from_cuda",
     "spec_for_ptx", "gpu_available", "format_table", "failure_feedback", "TestReport",
-    "TestSpec", "CaseResult", "kernels_in", "GpuTestOptions",
+    "TestSpec", "CaseResult", "GpuTestOptions",
 ]  # fmt: skip
 
 DEFAULT_TIMEOUT_S = 10.0  # per step: a launch that takes longer is treated as hung

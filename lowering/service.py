@@ -24,7 +24,7 @@ from .perf import Resources
 from .protocols import Verifier
 from .provenance import OutputPlan, Provenance, plan_output, with_header
 from .settings import LlmSettings
-from .sources import SourceKernel, kernels_in
+from .sources import SourceKernel, sources_in
 from .target_isa import choose_target
 from .transcript import Transcript
 from .verify import compile_only_verifier, gpu_availability, gpu_verifier
@@ -99,7 +99,7 @@ def choose_kernel(job: LowerJob) -> SourceKernel | str:
     language = language_of(str(job.source_path))
     if language is None:
         return f"{job.source_path.name}: not a .cu, .py or .ptx file"
-    found = kernels_in(job.text, language)
+    found = sources_in(job.text, language)
     if job.backend == "nvcc":
         found = [k for k in found if k.kind == "cuda"]
     elif job.backend == "triton":

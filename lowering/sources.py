@@ -136,7 +136,7 @@ def ptx_entries(text: str) -> list[SourceKernel]:
     ]
 
 
-def kernels_in(text: str, language: str) -> list[SourceKernel]:
+def sources_in(text: str, language: str) -> list[SourceKernel]:
     """Everything lowerable in a buffer of ``language`` ("cuda", "python", "ptx")."""
     if language == "cuda":
         return cuda_kernels(text) + requests(text)

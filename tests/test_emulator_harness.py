@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from ptxls.frontend.kernels import kernels_in
 from ptxls.gputest import api
 from ptxls.gputest.supervisor import Supervisor, default_command
 
@@ -31,7 +32,7 @@ def _test(path: Path, kernel: str | None = None, **kw):
         sup = Supervisor(default_command("cpu"))
         try:
             text = path.read_text()
-            name = kernel or api.kernels_in(text, "ptx")[0][0]
+            name = kernel or kernels_in(text, "ptx")[0][0]
             return await api.run_gpu_test(text, name, ptx_path=str(path), device="cpu",
                                           emulator_supervisor=sup, seed=11, **kw)  # fmt: skip
         finally:

@@ -186,7 +186,7 @@ def test_finding_kernels_is_linear_in_their_number():
     # Line numbers were counted from the start of the file for every kernel (and the CUDA
     # source split once per kernel): 20,000 .entry took 11 s of the event loop per code-lens
     # request. Now one pass.
-    from ptxls.gputest.api import kernels_in
+    from ptxls.frontend.kernels import kernels_in
 
     ptx = "".join(
         f"// @gputest sizes: 1\n.visible .entry k{j}(.param .u64 p)\n{{\nret;\n}}\n"

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from lsprotocol import types
 
 from ptxls.diagnostics.model import Problem, Severity
+from ptxls.frontend.kernels import kernels_in
+from ptxls.frontend.languages import CUDA, PTX, language_of
 from ptxls.gputest import api
 from ptxls.gputest.report import NO_GPU, TestReport, short_tokens
 from ptxls.gputest.report import headline as report_headline
@@ -44,20 +46,17 @@ class GpuTestState:
 
 
 def _language(uri: str, ls: PtxlsServer) -> str | None:
+    """ "ptx" or "cuda" (frontend/languages.py's table) for a document a GPU test runs on."""
     doc = ls.open_document(uri)
-    lang = doc.language_id if doc else None
-    if uri.endswith(".ptx") or lang == "ptx":
-        return "ptx"
-    if uri.endswith((".cu", ".cuh")) or lang in ("cuda", "cuda-cpp"):
-        return "cuda"
-    return None
+    lang = language_of(uri, doc.language_id if doc else None)
+    return lang if lang in (PTX, CUDA) else None
 
 
 def _kernels(ls: PtxlsServer, uri: str) -> list[tuple[str, int, int]]:
     doc, lang = ls.open_document(uri), _language(uri, ls)
     if doc is None or lang is None:
         return []
-    return api.kernels_in(doc.source, lang)
+    return kernels_in(doc.source, lang)
 
 
 def _is_stale(ls: PtxlsServer, uri: str, cached: CachedResult) -> bool:

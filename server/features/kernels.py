@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import asyncio
 
+from ptxls.frontend.kernels import kernels_in
 from ptxls.frontend.ptx import parse_ptx
 from ptxls.frontend.triton import read_triton
-from ptxls.gputest.api import kernels_in
 
 from ..app import PtxlsServer
 from .languages import CUDA, PTX, PYTHON, language_of

@@ -45,7 +45,7 @@ from ptxls.lowering.service import (
     plan_document,
     plan_from_document,
 )
-from ptxls.lowering.sources import kernels_in
+from ptxls.lowering.sources import sources_in
 
 from .. import convert
 from ..app import PtxlsServer
@@ -116,7 +116,7 @@ def code_actions(ls: PtxlsServer, params: types.CodeActionParams) -> list[types.
     plan_first = lowering_settings(ls)[0].strategy == "plan"
     llm_verb = "Plan, then lower to PTX with LLM" if plan_first else "Lower to PTX with LLM"
     actions = []
-    for k in kernels_in(doc.source, language):
+    for k in sources_in(doc.source, language):
         if not k.contains(line):
             continue
         if k.kind == "cuda":
@@ -176,7 +176,7 @@ def code_lenses(ls: PtxlsServer, params: types.CodeLensParams) -> list[types.Cod
     if root is None:
         return []
     lenses = []
-    for k in kernels_in(doc.source, language):
+    for k in sources_in(doc.source, language):
         plan = plan_path(root, path, k.name)
         if k.kind != "ptx" and plan.is_file():
             args = [uri, k.name, "llm", k.start_line, "withPlan"]

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from lsprotocol import types
 
 from ptxls.diagnostics.model import Problem, Severity
-from ptxls.gputest.api import kernels_in
+from ptxls.frontend.kernels import kernels_in
 from ptxls.gputest.report import short_tokens
 from ptxls.gputest.sanitize import SanitizeOptions, SanitizeResult, format_result, parse_tools
 

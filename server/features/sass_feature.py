@@ -27,9 +27,9 @@ from lsprotocol import types
 
 from ptxls.diagnostics.sass import SassOptions, SassReport, sass_for_cuda, sass_for_ptx
 from ptxls.diagnostics.sass_view import entry_summary, hover_markdown, render_text
+from ptxls.frontend.kernels import kernels_in
 from ptxls.frontend.ptx import parse_ptx, ptx_target
 from ptxls.frontend.triton import read_triton
-from ptxls.gputest.api import kernels_in
 from ptxls.lowering import safe_write
 from ptxls.lowering.triton_sass import sass_for_triton
 from ptxls.toolchain.arch import choose_arch
