@@ -20,6 +20,8 @@ import json
 import sys
 from pathlib import Path
 
+from ptxls.frontend.languages import PTX, language_of
+
 EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_RUN, EXIT_NO_GPU = 0, 1, 2, 3
 
 
@@ -58,7 +60,7 @@ def _targets(args) -> list[tuple[str, str | None]] | str:
     for t in args.targets:
         if t in lib:
             found.append((str(lib[t]), t))
-        elif Path(t).is_file() and t.endswith(".ptx"):
+        elif Path(t).is_file() and language_of(t) == PTX:
             found.append((t, args.kernel))
         else:
             known = ", ".join(lib) or "none"

@@ -18,6 +18,7 @@ import json
 import sys
 from pathlib import Path
 
+from ptxls.frontend.languages import CUDA, PTX, language_of
 from ptxls.gputest.report import short_tokens
 
 from .output_format import chosen_format, markdown_to_text
@@ -98,7 +99,6 @@ def _unknown_kernel(path: Path, kernel: str | None) -> str:
     """Why --kernel names no kernel of the file ("" when it does, or when none was asked)."""
     from ptxls.frontend.demangle import short_name
     from ptxls.frontend.kernels import kernels_in
-    from ptxls.frontend.languages import CUDA, PTX, language_of
 
     language = language_of(str(path))
     if not kernel or language not in (PTX, CUDA):
@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         if not Path(args.spec).is_file():
             print(f"ptxls test: no such spec file: {args.spec}", file=sys.stderr)
             return EXIT_CANNOT_RUN
-        if path.suffix != ".ptx":
+        if language_of(str(path)) != PTX:
             print("ptxls test: --spec applies to .ptx files", file=sys.stderr)
             return EXIT_CANNOT_RUN
     try:
@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         print(f"ptxls test: {unknown}", file=sys.stderr)
         return EXIT_CANNOT_RUN
-    if path.suffix == ".ptx" and not args.ref:
+    if language_of(str(path)) == PTX and not args.ref:
         from ptxls.gputest.pairing import refused_companions
 
         # NAME.cu or a sidecar beside it that links out of the project or is no regular file

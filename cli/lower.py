@@ -321,7 +321,9 @@ def _argument_problem(args: argparse.Namespace) -> str:
 def _no_llm(path: Path) -> str:
     """--backend llm (the default) with no endpoint: what to set, and the compiler's own PTX
     as the way to get PTX without one."""
-    without = {".cu": "nvcc", ".cuh": "nvcc", ".py": "triton"}.get(path.suffix)
+    from ptxls.frontend.languages import CUDA, PYTHON, language_of
+
+    without = {CUDA: "nvcc", PYTHON: "triton"}.get(language_of(str(path)) or "")
     instead = f"; without an LLM, --backend {without} gives {without}'s own PTX" if without else ""
     return (
         "no LLM endpoint is configured for --backend llm (the default): set PTXLS_MODEL and "
@@ -380,10 +382,11 @@ def _arch_in_background(args: argparse.Namespace, path: Path, text: str):
     meanwhile (bench/lowering_startup.py)."""
     import concurrent.futures
 
+    from ptxls.frontend.languages import PTX, language_of
     from ptxls.frontend.ptx import ptx_target
     from ptxls.toolchain.arch import choose_arch
 
-    target = ptx_target(text) if path.suffix == ".ptx" else None
+    target = ptx_target(text) if language_of(str(path)) == PTX else None
 
     def arch_then_warm() -> str:
         arch = choose_arch(None, target)

@@ -20,6 +20,7 @@ import json
 import sys
 from pathlib import Path
 
+from ptxls.frontend.languages import CUDA, PTX, language_of
 from ptxls.gputest.report import short_tokens
 
 from .output_format import chosen_format, markdown_to_text
@@ -42,11 +43,8 @@ def wanted(args: argparse.Namespace) -> bool:
     return getattr(args, "sanitize", None) is not None
 
 
-CUDA_SUFFIXES = (".cu", ".cuh")
-
-
 async def _sanitize_one(args, name: str, text: str, ref: str | None, opts):
-    if Path(args.file).suffix in CUDA_SUFFIXES:
+    if language_of(args.file) == CUDA:
         from ptxls.gputest.sanitize_cuda import sanitize_cuda
 
         return await sanitize_cuda(text, name, cuda_path=args.file, reference_cuda=ref,
@@ -97,12 +95,12 @@ def run(args: argparse.Namespace, sizes: list[int] | None) -> int:
         print(f"ptxls test: --sanitize: {e}", file=sys.stderr)
         return EXIT_CANNOT_RUN
     path = Path(args.file)
-    if path.suffix != ".ptx" and path.suffix not in CUDA_SUFFIXES:
+    language = language_of(str(path))
+    if language not in (PTX, CUDA):
         print("ptxls test: --sanitize runs the kernels of a .ptx or a CUDA (.cu) file (for a "
               "Triton kernel, sanitize its PTX: ptxls lower FILE.py --backend triton)",
               file=sys.stderr)  # fmt: skip
         return EXIT_CANNOT_RUN
-    language = "ptx" if path.suffix == ".ptx" else "cuda"
     text = path.read_text(errors="replace")
     names = [args.kernel] if args.kernel else [k for k, _, _ in kernels_in(text, language)]
     if not names:

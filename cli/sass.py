@@ -121,7 +121,7 @@ async def _refused(path: Path, args: argparse.Namespace) -> int:
         return _cannot_run(str(e))
     code = print_problems("sass", str(path), path, result, args.arch, sys.stdout)
     if code == EXIT_PROBLEMS:
-        say("sass", f"no SASS for {path}: {'nvcc' if path.suffix != '.ptx' else 'ptxas'} "
+        say("sass", f"no SASS for {path}: {'ptxas' if language_of(str(path)) == PTX else 'nvcc'} "
                     "found errors in it")  # fmt: skip
     return code if code != EXIT_OK else EXIT_PROBLEMS
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ptxls import emulator
+from ptxls.frontend.languages import CUDA, PYTHON, language_of
 from ptxls.gputest import exprs
 from ptxls.gputest.dtypes import DTYPES, poison
 from ptxls.gputest.harness import _inputs, scalar_arg
@@ -74,7 +75,7 @@ class Case:
 
 def read_program(path: str) -> str:
     p = Path(path)
-    if p.suffix == ".py":
+    if language_of(path) == PYTHON:
         raise CaseError(
             f"{p.name}: debugging a Triton source is not supported yet — open its PTX "
             "(Show PTX) and debug that file"
@@ -103,7 +104,7 @@ def build_case(program: str, kernel: str | None = None, n: int | None = None,
     text = read_program(program)
     source_map: dict[int, int] = {}
     cuda_text = None
-    if Path(program).suffix == ".cu":
+    if language_of(program) == CUDA:
         cuda_text = text
         kernel = kernel or _first_cuda_kernel(text, program)
         text, entry, source_map = lower_cuda(text, kernel, program)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ptxls.frontend.kernels import kernels_in
+from ptxls.frontend.languages import CUDA, PTX, language_of
 from ptxls.frontend.ptx import ptx_target, ptx_version
 
 from . import build
@@ -191,7 +192,7 @@ async def run_gpu_test_file(
     """The CLI's entry: every kernel of a .ptx or .cu file (or the one named)."""
     p = Path(path)
     text = p.read_text(errors="replace")
-    language = "ptx" if p.suffix == ".ptx" else "cuda"
+    language = PTX if language_of(path) == PTX else CUDA
     names = [k for k, _, _ in kernels_in(text, language)]
     if kernel:
         names = [kernel]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from ptxls.frontend.languages import PTX, language_of
 from ptxls.frontend.ptx import scan_header
 
 # Where navigation gives way to staying responsive. A generated library of a few thousand
@@ -46,7 +47,7 @@ def notice(ls, uri: str, size: int) -> None:
         f" Its header: .version {'.'.join(map(str, version))}, .target {target}."
         if version and target
         else " No .version/.target in its first 64 KB."
-        if uri.endswith(".ptx")
+        if language_of(uri) == PTX
         else ""
     )
     message = (
