@@ -129,8 +129,21 @@ async def _run(args: argparse.Namespace, sizes: list[int] | None):
         await close_shared()
 
 
+def _debug_first_wrong(args: argparse.Namespace, reports) -> list[dict | None]:
+    """Each report's "Debug first wrong element" launch configuration (None: it passed); the
+    last failed one is left as the project's last failed test, the debugger's default start."""
+    from ptxls.gputest.debug_launch import launch_config, record_failed_test
+
+    configs = [launch_config(r, args.file, spec=getattr(args, "spec", None)) for r in reports]
+    for r in reports:
+        if r.failing_case is not None and not r.refused:
+            record_failed_test(r, args.file)
+    return configs
+
+
 def run(args: argparse.Namespace) -> int:
     from ptxls.gputest.api import format_table
+    from ptxls.gputest.debug_launch import report_text
 
     path = Path(args.file)
     if not path.is_file():
@@ -167,14 +180,18 @@ def run(args: argparse.Namespace) -> int:
     if sanitize.wanted(args):
         return sanitize.run(args, sizes)
     reports = asyncio.run(_run(args, sizes))
+    debug = _debug_first_wrong(args, reports)
     fmt = chosen_format(args)
     if fmt == "json":
-        print(json.dumps([r.to_dict() for r in reports], indent=2, default=str))
+        print(json.dumps([{**r.to_dict(), "debug": d} for r, d in zip(reports, debug, strict=True)],
+                         indent=2, default=str))  # fmt: skip
     elif fmt == "markdown":
         print(short_tokens("\n\n".join(format_table(r) for r in reports)))
     else:
         # a kernel name from the file can be megabytes: cut for the terminal (JSON keeps it)
         print(short_tokens("\n\n".join(markdown_to_text(format_table(r)) for r in reports)))
+    if fmt != "json" and any(debug):
+        print("\n".join(f"\n{report_text(d)}" for d in debug if d))
     if any(r.status == "no-gpu" for r in reports):
         return EXIT_NO_GPU
     if any(r.refused for r in reports) and all(r.passed or r.refused for r in reports):

@@ -13,9 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ptxls.gputest.debug_launch import last_failed_test
+
 from . import views as V
 from .case import CaseError, build_case
 from .expressions import ExpressionError
+from .first_wrong import writer_of
 from .protocol import Channel
 from .session import Session, Stop
 
@@ -88,20 +91,41 @@ class Adapter:
         program = a.get("program")
         if not program:
             raise CaseError("the launch configuration needs 'program' (a .ptx file)")
-        case = build_case(str(program), a.get("kernel") or None,
-                          _opt_int(a.get("n")), _opt_int(a.get("seed")),
-                          a.get("spec") or None)  # fmt: skip
-        self.session = Session(case, _dim(a.get("block")), _dim(a.get("thread")))
+        program = str(program)
+        kernel, spec = a.get("kernel") or None, a.get("spec") or None
+        n, seed = _opt_int(a.get("n")), _opt_int(a.get("seed"))
+        chosen = a.get("block") not in (None, "") or a.get("thread") not in (None, "")
+        watch = a.get("watch") or None
+        record = None
+        if not chosen and not watch:  # the default thread: the last failed test's writer
+            record = self._last_failed(program, kernel, n, seed)
+            if record is not None:
+                kernel, n, seed = record["kernel"], record["n"], record["seed"]
+        case = build_case(program, kernel, n, seed, spec)
+        kernel, n, seed = a.get("kernel") or kernel, case.n, case.seed
+        block, thread = _dim(a.get("block")), _dim(a.get("thread"))
+        writer = None
+        if watch == "first-wrong":
+            watch, writer = self._first_wrong(program, kernel, n, seed, spec)
+        elif not chosen and (watch or (record and record.get("watch"))):
+            element = str(watch or (record or {}).get("watch"))
+            writer = writer_of(program, kernel, n, seed, spec, element)
+            if writer is None:
+                self._output(f"ptxls: nobody writes {element} in this case\n")
+        why = "(given)" if chosen else "(block 0 thread 0: no failed element to start from)"
+        if writer is not None and not chosen:
+            block, thread = writer
+            what = watch or (record or {}).get("watch")
+            why = f"(the thread that writes {what}{' in the last failed test' if record else ''})"
+        self.session = Session(case, block, thread)
         self.stop_on_entry = bool(a.get("stopOnEntry"))
         self.session.stop_on_findings = self.stop_on_findings
         if self.line_bps and self.session.case.source_map:
             self._set_source_breakpoints(self.line_bps)
         elif self.line_bps:
             self.session.set_breakpoints(self.line_bps)
-        watch = a.get("watch")  # "c[4097]": stop where that element is written (one click
-        if watch == "first-wrong":
-            watch = self._first_wrong()
-        if watch and str(watch) not in self.data_ids:  # from a failed case's first wrong one)
+        # "c[4097]": stop where that element is written (one click from a failed case)
+        if watch and str(watch) not in self.data_ids:
             self.data_ids = [*self.data_ids, str(watch)]
         if self.data_ids:
             for bp in self.session.set_data_breakpoints(self.data_ids):
@@ -109,23 +133,40 @@ class Adapter:
                     self._output(f"ptxls: data breakpoint not set: {bp['message']}\n", "stderr")
         self._output(
             f"ptxls: {case.kernel} n={case.n} seed={case.seed} grid={case.grid} "
-            f"block={case.block} on the CPU emulator; following block {self.session.block} "
-            f"thread {self.session.thread}\n"
+            f"block={case.block} on the CPU emulator; following block {_c(self.session.block)} "
+            f"thread {_c(self.session.thread)} {why}\n"
         )
 
-    def _first_wrong(self) -> str | None:
-        """Run the case to the end, compare with its reference, and watch the first wrong
-        element (following the thread that writes it)."""
+    def _last_failed(self, program: str, kernel, n, seed) -> dict | None:
+        """The project's last failed test of this file (gputest/debug_launch.py), when the
+        launch does not ask for another kernel, size or seed."""
+        record, why = last_failed_test(program)
+        if why:
+            self._output(f"ptxls: not starting from the last failed test: {why}\n")
+        if record is None:
+            return None
+        for key, given in (("kernel", kernel), ("n", n), ("seed", seed)):
+            if given is not None and given != record[key]:
+                return None
+        self._output(
+            f"ptxls: the last failed test of this file: {record['kernel']} n={record['n']} "
+            f"seed {record['seed']}" + (f", first wrong {record['watch']}" if record["watch"]
+                                        else "") + "\n"
+        )  # fmt: skip
+        return record
+
+    def _first_wrong(self, program: str, kernel, n, seed, spec):
+        """Run the case to the end, compare with its reference: the first wrong element to
+        watch and the thread that wrote it (or None, None when every element matches)."""
         from .first_wrong import first_wrong
 
-        a = self.launch_args
-        found = first_wrong(str(a["program"]), a.get("kernel") or None, _opt_int(a.get("n")),
-                            _opt_int(a.get("seed")), a.get("spec") or None)  # fmt: skip
+        found = first_wrong(program, kernel, n, seed, spec)
         if found is None:
             self._output("ptxls: every output element matches the reference in this case\n")
-            return None
+            return None, None
         self._output(f"ptxls: {found.text}\nptxls: watching {found.buffer}[{found.element}]\n")
-        return f"{found.buffer}[{found.element}]"
+        at = (found.block, found.thread) if found.block and found.thread else None
+        return f"{found.buffer}[{found.element}]", at
 
     def on_configurationDone(self, req, args) -> None:
         self.ch.respond(req)
