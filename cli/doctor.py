@@ -116,7 +116,7 @@ def gather(ptxas: str | None = None) -> dict:
         "driver_max_ptx_isa": ".".join(map(str, gpu.max_ptx_isa)) if gpu.max_ptx_isa else None,
     }
     info["default_arch"] = choose_arch(None, None)
-    from ptxls.lowering.secrets import public_url
+    from ptxls.toolchain.secrets import public_url
 
     info["llm"] = {
         # never credentials embedded in the URL (user:password@, ?api_key=)

@@ -294,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         # stdout carries the protocol; features/key_scrub.py scrubs every message and the log
         return runners[args.command](args)
-    from ptxls.lowering.secrets import ScrubbingStream, install_log_scrubber
+    from ptxls.toolchain.secrets import ScrubbingStream, install_log_scrubber
 
     # an endpoint may echo the API key in an error body: nothing printed may carry it
     out, err = sys.stdout, sys.stderr

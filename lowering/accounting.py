@@ -108,7 +108,7 @@ class Spend:
 def run_summary(loop, settings, seconds: float) -> dict:
     """What one LLM lowering was and cost, for ``--format json``, the header and the editor:
     model, endpoint, candidates, rounds with each round's verdict, tokens, duration, cost."""
-    from .secrets import host_of, public_url
+    from ptxls.toolchain.secrets import host_of, public_url
 
     spend: Spend = getattr(loop, "spend", None) or Spend()
     candidates = sorted(getattr(loop, "candidates", []) or [], key=lambda c: c.index)

@@ -42,7 +42,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .secrets import host_of, public_url, remember_secret, scrub
+from ptxls.toolchain.secrets import host_of, public_url, remember_secret, scrub
+
 from .settings import LlmSettings
 
 log = logging.getLogger("ptxls.lowering.llm")

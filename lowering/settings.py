@@ -318,7 +318,7 @@ class LlmSettings:
 
     def public_dict(self) -> dict:
         """Everything but the key, for transcripts and reports."""
-        from .secrets import public_url
+        from ptxls.toolchain.secrets import public_url
 
         d = dataclasses.asdict(self)
         d.pop("api_key", None)

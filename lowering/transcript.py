@@ -8,7 +8,7 @@ Sized linearly: the long, fixed part of a conversation (system rules, examples, 
 recorded once per conversation (kind ``prompt``); each ``request`` record then carries only what
 changed since (the latest attempt and its feedback), each ``reply`` its text once.
 
-Secrets never reach the file: every string goes through ``lowering.secrets.scrub`` (the API key,
+Secrets never reach the file: every string goes through ``toolchain.secrets.scrub`` (the API key,
 anything shaped like a key or bearer token), header-like keys are redacted, and headers are never
 recorded at all. The file is created with no-follow semantics inside its root (``safe_write``).
 """
@@ -23,8 +23,9 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
+from ptxls.toolchain.secrets import REDACTED, scrub
+
 from . import safe_write
-from .secrets import REDACTED, scrub
 
 TRANSCRIPTS_DIR = Path(".ptxls") / "transcripts"
 _AUTH_KEYS = {"authorization", "api_key", "api-key", "apikey", "x-api-key"}

@@ -16,7 +16,7 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from ptxls.lowering.secrets import REDACTED, public_url, scrub
+from ptxls.toolchain.secrets import REDACTED, public_url, scrub
 
 from scripted_llm import ROOT, ScriptedLLM, Step
 
@@ -90,7 +90,7 @@ def test_scrub_removes_the_configured_key_whatever_its_shape(monkeypatch):
 def test_the_clis_stream_scrubs_a_key_written_in_pieces(monkeypatch, pieces):
     import io
 
-    from ptxls.lowering.secrets import ScrubbingStream
+    from ptxls.toolchain.secrets import ScrubbingStream
 
     monkeypatch.setenv("OPENAI_API_KEY", "plainkey-without-any-prefix-42")
     inner = io.StringIO()
@@ -106,7 +106,7 @@ def test_the_clis_stream_scrubs_a_key_written_in_pieces(monkeypatch, pieces):
 def test_the_clis_stream_passes_whole_lines_at_once_and_holds_nothing_after_a_flush():
     import io
 
-    from ptxls.lowering.secrets import ScrubbingStream
+    from ptxls.toolchain.secrets import ScrubbingStream
 
     inner = io.StringIO()
     stream = ScrubbingStream(inner)

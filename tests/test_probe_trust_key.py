@@ -19,7 +19,7 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
-from ptxls.lowering.secrets import REDACTED, scrub
+from ptxls.toolchain.secrets import REDACTED, scrub
 
 from scripted_llm import ROOT, ScriptedLLM, Step
 

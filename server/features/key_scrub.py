@@ -3,7 +3,7 @@
 An endpoint may echo the key in an error body, and that text can travel in a showMessage, a
 logMessage, a command's result, a progress report or a hover. Rather than trusting each of
 those call sites, the protocol's one sending function is wrapped: every string in every
-message goes through ``ptxls.lowering.secrets.scrub`` (the configured key, and anything shaped
+message goes through ``ptxls.toolchain.secrets.scrub`` (the configured key, and anything shaped
 like a bearer token, an ``sk-…`` key, an ``Authorization:`` value, ``api_key=`` in a URL or
 ``user:password@`` in a URL). The server's stderr log gets the same through a logging filter
 (pygls logs every message it sends at INFO, so a verbose log would otherwise show the key).
@@ -15,7 +15,7 @@ import json
 import logging
 from typing import Any
 
-from ptxls.lowering.secrets import install_log_scrubber, scrub
+from ptxls.toolchain.secrets import install_log_scrubber, scrub
 
 log = logging.getLogger("ptxls")
 

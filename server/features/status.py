@@ -18,10 +18,10 @@ from urllib.parse import urlsplit
 from lsprotocol import types
 
 from ptxls.frontend.ptx import scan_header
-from ptxls.lowering.secrets import public_url
 from ptxls.toolchain.arch import DEFAULT_ARCH, choose_arch, is_valid_arch, local_gpu_arch
 from ptxls.toolchain.discovery import ToolNotFound, find_ptxas
 from ptxls.toolchain.gpu_probe import probe_gpu
+from ptxls.toolchain.secrets import public_url
 
 from ..app import PtxlsServer
 from .languages import PTX, language_of

@@ -23,6 +23,7 @@ import logging
 import os
 import re
 import threading
+from typing import Any, TextIO
 from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
 
 REDACTED = "[redacted]"
@@ -152,7 +153,7 @@ def remember_secret(secret: str | None) -> None:
             _known.add(secret)
 
 
-_cache: tuple[tuple, list[str], list[tuple[list[str], re.Pattern]]] = ((), [], [])
+_cache: tuple[tuple[object, ...], list[str], list[tuple[list[str], re.Pattern[str]]]] = ((), [], [])
 
 
 def _encodings(secret: str) -> list[str]:
@@ -184,7 +185,7 @@ def _encodings(secret: str) -> list[str]:
     return [v for v in out if len(v) >= MIN_SECRET_LEN]
 
 
-def _tolerant(secret: str) -> tuple[list[str], re.Pattern]:
+def _tolerant(secret: str) -> tuple[list[str], re.Pattern[str]]:
     """The key in any case, with line breaks or spaces inside it (an error body wrapped at 76
     columns, a log line split in two). Only tried where a piece of it occurs (the chunks)."""
     low = secret.lower()
@@ -217,17 +218,21 @@ def _secrets(key: str | None) -> list[str]:
 PIECE = 16  # a run of this many characters of the key (or of an encoding of it) is a leak
 
 
-_pieces_cache: tuple[tuple, re.Pattern | None] = ((), None)
-_matchers_cache: tuple[tuple, tuple[re.Pattern, re.Pattern | None] | None] = ((), None)
+_pieces_cache: tuple[tuple[str, ...], re.Pattern[str] | None] = ((), None)
+_matchers_cache: tuple[tuple[str, ...], tuple[re.Pattern[str], re.Pattern[str] | None] | None] = (
+    (),
+    None,
+)
 
 
-def _matchers(secrets: list[str]) -> tuple[re.Pattern, re.Pattern | None]:
+def _matchers(secrets: list[str]) -> tuple[re.Pattern[str], re.Pattern[str] | None]:
     """The key's forms as one alternation (longest first: a form that contains another is
     removed whole), and any 8-character chunk of it in any case (where the wrapped or
     re-cased key may be)."""
     global _matchers_cache
     stamp = tuple(secrets)
-    if _matchers_cache[0] != stamp or _matchers_cache[1] is None:
+    cached = _matchers_cache[1]
+    if _matchers_cache[0] != stamp or cached is None:
         exact = re.compile("|".join(re.escape(v) for v in secrets))
         chunks = {c for cs, _ in _cache[2] for c in cs}
         any_chunk = (
@@ -235,11 +240,12 @@ def _matchers(secrets: list[str]) -> tuple[re.Pattern, re.Pattern | None]:
             if chunks
             else None
         )
-        _matchers_cache = (stamp, (exact, any_chunk))
-    return _matchers_cache[1]
+        cached = (exact, any_chunk)
+        _matchers_cache = (stamp, cached)
+    return cached
 
 
-def _piece_finder(secrets: list[str]) -> re.Pattern | None:
+def _piece_finder(secrets: list[str]) -> re.Pattern[str] | None:
     """One C-level search for any head or tail piece, so the common case (no piece in the
     text) costs no Python loop over the key's forms."""
     global _pieces_cache
@@ -326,7 +332,7 @@ def scrub(text: str, key: str | None = None) -> str:
     return "".join(out)
 
 
-def scrub_value(value, key: str | None = None):
+def scrub_value(value: Any, key: str | None = None) -> Any:
     """``scrub`` applied to every string inside dicts, lists and tuples (JSON-shaped data)."""
     if isinstance(value, str):
         return scrub(value, key)
@@ -373,7 +379,7 @@ class ScrubbingStream(io.TextIOBase):
     text after the last ``\n``/``\r`` is held until its line ends, or until ``flush`` (which a
     prompt before ``input()`` and the exit both call) writes it out scrubbed."""
 
-    def __init__(self, inner):
+    def __init__(self, inner: TextIO) -> None:
         self._inner = inner
         self._held = ""
 
@@ -394,15 +400,18 @@ class ScrubbingStream(io.TextIOBase):
     def isatty(self) -> bool:
         return bool(getattr(self._inner, "isatty", lambda: False)())
 
+    # TextIOBase declares `encoding` an attribute, but at run time it is a read-only property
+    # of the C base, so a property is the only way to mirror the wrapped stream's.
     @property
-    def encoding(self):  # mirror the wrapped stream
-        return getattr(self._inner, "encoding", "utf-8")
+    def encoding(self) -> str:  # type: ignore[override]
+        encoding: str | None = getattr(self._inner, "encoding", None)
+        return encoding or "utf-8"
 
     def fileno(self) -> int:
         return self._inner.fileno()
 
     @property
-    def inner(self):
+    def inner(self) -> TextIO:
         return self._inner
 
 
