@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ptxls.frontend.languages import PYTHON, language_of
 from ptxls.toolchain.discovery import ToolNotFound, find_nvcc
 from ptxls.toolchain.nvcc import nvcc_to_ptx
 
@@ -78,7 +79,7 @@ async def show_ptx(
     nvcc_path: str | None = None,
     timeout: float = 120.0,
 ) -> ShownPtx:
-    if file_path and file_path.endswith(".py"):
+    if file_path and language_of(file_path) == PYTHON:
         return await show_triton_ptx(cu_text, kernel, file_path, arch, timeout)
     try:
         nvcc = await asyncio.to_thread(find_nvcc, nvcc_path)  # may probe: never on the loop
