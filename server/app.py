@@ -79,6 +79,7 @@ class PtxlsServer(LanguageServer):
         # The client opens files that commands return ({uri}) and shows their summaries; then
         # the server does not also (initializationOptions.client.opensCommandResults).
         self.client_opens_results = False
+        self.client_debug_links = False  # hovers may hold command links to the debugger
         self._told: set[str] = set()
         self._error_times: dict[str, float] = {}
         self.exit_code = 0

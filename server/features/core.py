@@ -30,6 +30,8 @@ def on_initialize(ls: PtxlsServer, params: types.InitializeParams) -> None:
         return
     client = init.get("client")
     ls.client_opens_results = isinstance(client, dict) and bool(client.get("opensCommandResults"))
+    # the client runs ptxls.debugFirstWrong from a hover's command link (VS Code extension)
+    ls.client_debug_links = isinstance(client, dict) and client.get("debugLinks") is True
     # Trust is the editor's decision, sent by the client (VS Code: workspace.isTrusted;
     # other clients: their own configuration). Only an explicit true trusts.
     ls.workspace_trusted = init.get("trustedWorkspace") is True

@@ -19,6 +19,7 @@ from ptxls.diagnostics.model import Problem, Severity
 from ptxls.frontend.kernels import kernels_in
 from ptxls.frontend.languages import CUDA, PTX, language_of
 from ptxls.gputest import api
+from ptxls.gputest.debug_launch import hover_markdown, launch_config, record_failed_test
 from ptxls.gputest.report import NO_GPU, TestReport, short_tokens
 from ptxls.gputest.report import headline as report_headline
 
@@ -110,6 +111,10 @@ def hover(ls: PtxlsServer, params: types.HoverParams) -> types.Hover | None:
         if cached is None:
             return None  # other providers (opcode docs, …) may answer
         text = short_tokens(api.format_table(cached.report))
+        path = to_path(uri)
+        config = launch_config(cached.report, path, name) if path else None
+        if config is not None:  # "Debug first wrong element": a command link in VS Code
+            text += "\n\n" + hover_markdown(config, ls.client_debug_links)
         if _is_stale(ls, uri, cached):
             doc = ls.open_document(uri)
             now = doc.version if doc else "closed"
@@ -216,6 +221,8 @@ async def run_gpu_test(ls: PtxlsServer, *args) -> dict:
     except Stopped as stop:
         return _refused(stop.status, short_tokens(stop.summary))
     state.results[key] = CachedResult(version, report)
+    if path := to_path(uri):  # the debugger's default start (.ptxls/debug/, data only)
+        await asyncio.to_thread(record_failed_test, report, path, kernel)
     return _finish(ls, uri, report, progress)
 
 

@@ -5,7 +5,7 @@
 import * as vscode from "vscode";
 import type { ServerManager } from "./server";
 import { serverWorkingDirectory } from "./server";
-import { adapterArguments } from "./debugArgs";
+import { adapterArguments, DEBUG_FIRST_WRONG, firstWrongLaunch } from "./debugArgs";
 
 export const DEBUG_TYPE = "ptxls";
 
@@ -40,9 +40,20 @@ export class PtxlsDebugConfigurations implements vscode.DebugConfigurationProvid
   }
 }
 
+export async function debugFirstWrong(arg: unknown): Promise<boolean> {
+  const config = firstWrongLaunch(arg);
+  if (config === undefined) {
+    void vscode.window.showErrorMessage("ptxls: this link does not name a ptxls launch configuration.");
+    return false;
+  }
+  const folder = vscode.workspace.getWorkspaceFolder(vscode.Uri.file(config.program));
+  return vscode.debug.startDebugging(folder, config);
+}
+
 export function registerDebugger(context: vscode.ExtensionContext, servers: ServerManager): void {
   context.subscriptions.push(
     vscode.debug.registerDebugAdapterDescriptorFactory(DEBUG_TYPE, new PtxlsDebugAdapterFactory(context, servers)),
     vscode.debug.registerDebugConfigurationProvider(DEBUG_TYPE, new PtxlsDebugConfigurations()),
+    vscode.commands.registerCommand(DEBUG_FIRST_WRONG, debugFirstWrong),
   );
 }

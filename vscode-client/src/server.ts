@@ -18,6 +18,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import * as os from "node:os";
 import { bundledWheel, CREATE_LABEL, EnvironmentMaker, isStale, managedEnvironments } from "./environment";
 import { runAndPresent } from "./commandResults";
+import { DEBUG_FIRST_WRONG } from "./debugArgs";
 import { checkServerCommand } from "./preflight";
 import { resolveServerCommand, SECTION, type ServerCommand } from "./settings";
 import type { FileStatus, ServerStatus, StatusBar } from "./statusBar";
@@ -116,8 +117,11 @@ export class ServerManager implements vscode.Disposable {
       // appliesWorkspaceTrust: VS Code itself drops a workspace's values of the settings in
       // capabilities.untrustedWorkspaces.restrictedConfigurations (package.json) while the
       // workspace is untrusted; the server need not filter them again.
+      // debugLinks: the GPU-test hover may hold a "Debug first wrong element" command link;
+      // hovers are trusted for that one command only (debugAdapter.ts).
+      markdown: { isTrusted: { enabledCommands: [DEBUG_FIRST_WRONG] } },
       initializationOptions: {
-        client: { opensCommandResults: true, appliesWorkspaceTrust: true },
+        client: { opensCommandResults: true, appliesWorkspaceTrust: true, debugLinks: true },
         trustedWorkspace: vscode.workspace.isTrusted,
       },
       outputChannel: this.output,
