@@ -75,11 +75,6 @@ class Case:
 
 def read_program(path: str) -> str:
     p = Path(path)
-    if language_of(path) == PYTHON:
-        raise CaseError(
-            f"{p.name}: debugging a Triton source is not supported yet — open its PTX "
-            "(Show PTX) and debug that file"
-        )
     try:
         return p.read_text(encoding="utf-8", errors="replace")
     except OSError as e:
@@ -103,11 +98,14 @@ def build_case(program: str, kernel: str | None = None, n: int | None = None,
     with the inputs of ``seed``. Raises CaseError with a sentence for the user."""
     text = read_program(program)
     source_map: dict[int, int] = {}
-    cuda_text = None
+    cuda_text = triton = None
     if language_of(program) == CUDA:
         cuda_text = text
         kernel = kernel or _first_cuda_kernel(text, program)
         text, entry, source_map = lower_cuda(text, kernel, program)
+    elif language_of(program) == PYTHON:
+        triton = lower_triton(text, kernel, program)
+        text, entry, source_map = triton.ptx, triton.entry, triton.source_map
     try:
         module = emulator.load(text)
     except emulator.Refused as e:
@@ -118,6 +116,9 @@ def build_case(program: str, kernel: str | None = None, n: int | None = None,
         raise CaseError(f"{program} has no .entry kernel")
     if cuda_text is not None:
         res = resolve_spec(SpecSource("cuda", cuda_text, kernel, str(program)))
+        kernel = entry
+    elif triton is not None:
+        res = triton.resolution
         kernel = entry
     else:
         kernel = kernel or kernels[0]
@@ -158,6 +159,10 @@ def build_case(program: str, kernel: str | None = None, n: int | None = None,
         buffers.append(BufferInfo(p.name, p.role, p.dtype, np.dtype(dt.storage), length, addr))
         params.append(int(addr).to_bytes(8, "little"))
     func = module.kernel(kernel)
+    if triton is not None and len(params) < len(func.params):
+        # Triton's trailing scratch pointers (global, profile): null, as Triton passes them
+        # when the kernel needs no scratch (lower_triton refuses one that does)
+        params += [bytes(8)] * (len(func.params) - len(params))
     if len(params) != len(func.params):
         raise CaseError(
             f"the spec of {kernel} has {len(params)} parameters, the PTX {len(func.params)}"
@@ -193,3 +198,57 @@ def lower_cuda(text: str, kernel: str, program: str) -> tuple[str, str, dict[int
         elif current is not None and line.strip():
             source_map[number] = current
     return shown.ptx, shown.entry, source_map
+
+
+@dataclass
+class TritonLowered:
+    ptx: str
+    entry: str
+    source_map: dict[int, int]
+    resolution: SpecResolution
+
+
+def lower_triton(text: str, kernel: str | None, program: str) -> TritonLowered:
+    """Triton's PTX of ``kernel`` as Show PTX makes it (lowering/triton_reference.py: built from
+    the kernel's own source in a separate process, no code of the file runs; Triton compiles
+    for a target without a GPU), the Python lines interleaved, each PTX line's Python line (from
+    ``.loc``), and the test spec the Triton signature gives (gputest/triton_ref.py)."""
+    import asyncio
+
+    from ptxls.frontend.triton import read_triton
+    from ptxls.gputest.triton_ref import triton_spec
+    from ptxls.lowering.show_ptx import interleave_source
+    from ptxls.lowering.triton_reference import compile_kernel, drop_debug_sections
+    from ptxls.toolchain.triton_compile import source_name
+
+    found = read_triton(text)
+    if kernel is None:
+        tops = [k.name for k in found.kernels if not k.nested]
+        if not tops:
+            raise CaseError(f"{Path(program).name}: no @triton.jit kernel found")
+        kernel = tops[0]
+    if found.kernel(kernel) is None:
+        names = ", ".join(k.name for k in found.kernels) or "none"
+        raise CaseError(f"no Triton kernel named {kernel!r} (kernels: {names})")
+    spec, problems, _ = triton_spec(text, kernel, program)
+    build, result = asyncio.run(compile_kernel(text, kernel, program, "sm_90", 180.0))
+    if not result.ok:
+        raise CaseError(f"{Path(program).name}: no PTX for {kernel}: {result.message}")
+    meta = result.metadata or {}
+    if meta.get("global_scratch_size") or meta.get("profile_scratch_size"):
+        raise CaseError(f"{kernel}: Triton's PTX needs a scratch buffer; not supported yet")
+    name = source_name(program)
+    ptx, _ = interleave_source(drop_debug_sections(result.ptx), text, name)
+    entry = meta.get("name") or kernel
+    if spec is not None and meta.get("shared") and spec.launch.shared in ("", "0"):
+        spec.launch.shared = str(int(meta["shared"]))  # .extern .shared: Triton's size
+    marker = re.compile(r"^\s*//\s*" + re.escape(name) + r":(\d+):")
+    source_map, current = {}, None
+    for number, line in enumerate(ptx.splitlines(), 1):
+        m = marker.match(line)
+        if m:
+            current = int(m.group(1))
+        elif current is not None and line.strip():
+            source_map[number] = current
+    res = SpecResolution(spec, list(problems))
+    return TritonLowered(ptx, entry, source_map, res)

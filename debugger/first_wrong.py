@@ -126,7 +126,8 @@ def first_wrong(program: str, kernel: str | None, n: int | None, seed: int | Non
     else:
         ref_path = getattr(case.resolution, "reference_path", None)
         if not ref_path or not str(ref_path).endswith(".cu"):
-            raise CaseError(f"{spec.kernel}: no reference to compare with (numpy or CUDA)")
+            raise CaseError(f"{spec.kernel}: no reference to compare with on the CPU (a numpy "
+                            "ref: or a paired .cu; a Triton kernel's reference runs on a GPU)")  # fmt: skip
         ref = build_case(ref_path, spec.kernel, case.n, case.seed)
         expected = {k: _raw(b.dtype, v) for (k, v), b in zip(
             _outputs(ref)[0].items(), [b for b in ref.buffers if b.role in ("out", "inout")],
