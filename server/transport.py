@@ -20,6 +20,8 @@ workaround for it, kept here rather than patched into the installed package:
   would run it and replace the workspace, forgetting every open document. A request after ``shutdown`` gets -32600;
   pygls drops it silently. ``exit`` without ``shutdown`` ends the process with code 1; pygls
   computes that code but its ``start_io`` swallows the SystemExit, so the process exited 0.
+  ``shutdown`` while a request is still running made pygls fail the shutdown itself (-32603,
+  then exit code 1): those requests are cancelled here first.
 """
 
 from __future__ import annotations
@@ -115,9 +117,12 @@ def _decode_large(body: bytes):
     reader thread parsed it); Python code lets the loop run every few milliseconds. Slower, and
     only for bodies above LARGE_BODY_BYTES, which are no ordinary message."""
     decoder = json.JSONDecoder()
-    decoder.scan_once = json.scanner.py_make_scanner(decoder)
+    # typeshed leaves out json's pure-Python scanner (json.scanner.py_make_scanner and the
+    # decoder's scan_once attribute), which exist in every CPython
+    decoder.scan_once = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
     text = body.decode("utf-8", errors="surrogatepass")
-    value, end = decoder.raw_decode(text, json.decoder.WHITESPACE.match(text, 0).end())
+    start = len(text) - len(text.lstrip(" \t\n\r"))  # past JSON's blanks, as json.loads skips
+    value, end = decoder.raw_decode(text, start)
     if text[end:].strip():
         raise ValueError("extra data after the JSON value")
     return value
@@ -265,6 +270,14 @@ class MessageLoop:
         try:
             if method in ("shutdown", "exit"):
                 self.server.stop_all_work()  # tools, workers and commands end now, not at exit
+            if method == "shutdown":
+                # pygls cancels the requests still running while it iterates over the dict that
+                # a cancelled future's callback removes itself from: "dictionary changed size
+                # during iteration", shutdown answered -32603 and the exit code 1. Cancelled
+                # here first, from a copy, pygls finds nothing left to cancel.
+                for future in list(self.protocol._request_futures.values()):
+                    if not future.done():
+                        future.cancel()
             self.protocol.handle_message(message)
             if method == "$/cancelRequest":
                 params = data.get("params")
@@ -330,7 +343,7 @@ class MessageLoop:
             log.error("could not write to the client")
 
 
-def _is_notification(protocol, method: str) -> bool:
+def _is_notification(protocol, method: str | None) -> bool:
     """Whether the LSP defines ``method`` as a notification (its message type has no id)."""
     try:
         cls = protocol.get_message_type(method)

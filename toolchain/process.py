@@ -5,7 +5,8 @@ The process is started with Popen and drained in a worker thread: on Python 3.11
 per child), and ptxas runs after every pause in typing. It gets its own process group (a new
 session), so a timeout, a cancelled job or its normal end kills it *and anything it started*:
 a tool that forks children that would outlive it leaves no orphans, and a child that keeps
-our pipes open cannot keep us waiting.
+our pipes open cannot keep us waiting. A child that leaves the group (``setsid``) still carries
+the run's mark in its environment and is killed when the run ends (``reaper.py``).
 
 Output is read with a byte cap (``MAX_OUTPUT_BYTES`` per stream, the first bytes kept): a tool
 that prints 300 MB costs a few MB of memory; the rest is counted, not kept, and said.
@@ -52,13 +53,22 @@ _LIVE: set[subprocess.Popen[bytes]] = set()
 _LIVE_LOCK = threading.Lock()
 
 
+_STARTED: list[bool] = []  # whether this process started a tool (the exit sweep is for them)
+
+
 @atexit.register
 def kill_all() -> None:
-    """Kill every tool still running (its whole group): at exit, and at the server's exit."""
+    """Kill every tool still running (its whole group) and whatever carries this process's mark
+    (children that left their group): at exit, and at the server's exit. In the server (the
+    watcher enabled, a subreaper) every other process below it ends too."""
     with _LIVE_LOCK:
         live = list(_LIVE)
     for proc in live:
         _kill(proc)
+    if _STARTED:
+        reaper.kill_marked(reaper.owner_id() + ".", exact=False)
+    if reaper.enabled():
+        reaper.kill_descendants()
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
@@ -70,19 +80,26 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _start(args: list[str], cwd: str | None, env: dict[str, str] | None) -> subprocess.Popen[bytes]:
+    marked_env, mark = reaper.tool_env(env)
     proc = subprocess.Popen(
         args,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=cwd,
-        env=env,
+        env=marked_env,
         start_new_session=True,
     )
+    _MARKS[proc.pid] = mark
+    if not _STARTED:
+        _STARTED.append(True)
     with _LIVE_LOCK:
         _LIVE.add(proc)
     reaper.watch_group(proc.pid)  # a no-op unless the server started its watcher
     return proc
+
+
+_MARKS: dict[int, str] = {}  # tool pid -> the mark its run's processes carry (reaper.tool_env)
 
 
 def _drain(
@@ -140,6 +157,10 @@ def _drain(
     # the tool's pid; while members remain the kernel does not reuse it.)
     with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
         os.killpg(proc.pid, signal.SIGKILL)
+    # ... and so is anything it started in a session of its own (setsid): it carries the mark.
+    mark = _MARKS.pop(proc.pid, None)
+    if mark is not None:
+        reaper.kill_marked(mark, exact=True)
     for pipe in kept:
         with contextlib.suppress(OSError):
             pipe.close()
