@@ -27,26 +27,38 @@ Everything is linear in the reply's size: lines are scanned once, comments blank
 the few regular expressions have bounded repetition, so a multi-megabyte hostile reply costs
 milliseconds to seconds, never hours.
 
-Why this module is long, and how it is read: it is one reader with five stages, each a
-numbered section below — 1. normalising (line endings, invisible characters, reasoning
-sections), 2. fenced blocks and bare PTX (``Segment``), 3. what a stretch of PTX declares
-(``Function``/``Module``, a tolerant scan of text that may be cut off), 4. cleaning the answer,
-5. choosing the answer (``_Candidates``). The stages share the ``Segment`` type and the limits;
-split it along those sections (stage 3 belongs with frontend/ptx.py's reader).
+The reader has five stages, one module each: 1. ``reply_text.py`` normalises (line endings,
+invisible characters, quotes, HTML, reasoning sections); 2. ``reply_blocks.py`` finds the fenced
+blocks and bare PTX (``Segment``); 3. ``frontend/ptx_scan.py`` says what a stretch of PTX
+declares (``Function``/``Module``, a tolerant scan of text that may be cut off); 4.
+``reply_clean.py`` cleans the answer; 5. this module chooses the answer (``_Candidates``, with
+``reply_choice.py``) and is the one entry point, ``extract_ptx``, with the limits every stage
+relies on.
 """
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import html
 import json
 import re
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 from ptxls.frontend.ptx_dataflow import check_dataflow
+from ptxls.frontend.ptx_scan import Module, analyse
 
+from .reply_blocks import Segment, find_segments, ptx_like
 from .reply_choice import choose, first_turn, split_modules
+from .reply_clean import find_elision, keep_entry, strip_gputest, strip_non_ascii_comments
+from .reply_text import (
+    HTML_ENTITY,
+    clean_invisible,
+    html_blocks_as_fences,
+    normalise,
+    split_reasoning,
+    unquote,
+)
 
 TOKEN_LIMIT_SETTING = "ptxls.llm.maxTokens (PTXLS_LLM_MAX_TOKENS)"
 
@@ -82,640 +94,6 @@ class Extraction:
     def candidate(self) -> bool:
         """PTX worth giving to ptxas and the tests."""
         return self.ptx is not None and not self.problem
-
-
-# ---- 1. normalising and reasoning sections
-
-_THINK_TAGS = ("think", "thinking", "reasoning", "thought")
-
-
-def normalise(text: str) -> str:
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
-# Characters a model (or the chat UI it learned from) puts into text that ptxas rejects and
-# nobody can see: zero-width spaces and joiners, word joiners, the byte-order mark (also at
-# the start of a reply), and Unicode spaces (no-break, thin, ideographic) used for
-# indentation. The invisible ones are dropped, the spaces become ' '; both are safe anywhere
-# in PTX, code or comment, and without this an otherwise right kernel fails a whole round on
-# "Unexpected non-ASCII character".
-_INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
-_UNICODE_SPACES = (
-    "\u00a0\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000"
-)
-_INVISIBLE_TABLE = {
-    **dict.fromkeys(map(ord, _INVISIBLE)),
-    **dict.fromkeys(map(ord, _UNICODE_SPACES), " "),
-}
-
-
-def clean_invisible(text: str) -> tuple[str, int]:
-    """(text without invisible characters and with Unicode spaces as ' ', how many changed)."""
-    if text.isascii():
-        return text, 0
-    n = sum(map(text.count, _INVISIBLE + _UNICODE_SPACES))
-    return (text.translate(_INVISIBLE_TABLE), n) if n else (text, 0)
-
-
-_QUOTED = re.compile(r"[ \t]{0,3}(?:> ?){1,8}")
-
-
-def unquote(lines: list[str]) -> tuple[list[str], int]:
-    """Markdown block quotes ('> ' before every line) taken off every run of quoted lines
-    that holds PTX or a fence: models quoting their answer, or a chat UI's quoting pasted
-    back. No PTX line starts with '>', so a quoted run is never code. One pass."""
-    if not any(line.lstrip(" \t").startswith(">") for line in lines):
-        return lines, 0
-    out = list(lines)
-    unquoted = 0
-    i, n = 0, len(lines)
-    while i < n:
-        m = _QUOTED.match(lines[i])
-        if not m or not lines[i].lstrip(" \t").startswith(">"):
-            i += 1
-            continue
-        j = i
-        run: list[str] = []
-        while j < n:
-            m = _QUOTED.match(lines[j])
-            if not (m and lines[j].lstrip(" \t").startswith(">")):
-                break
-            run.append(lines[j][m.end() :])
-            j += 1
-        if any(_starts_ptx(r.strip()) or r.lstrip().startswith(("```", "~~~")) for r in run):
-            out[i:j] = run
-            unquoted += j - i
-        i = j
-    return out, unquoted
-
-
-# only the <pre><code …> … </code></pre> pair (what HTML renderers emit): a bare "<pre>"
-# mentioned in prose must not open a block that swallows the rest of the reply
-_HTML_PRE = re.compile(r"(?i)<pre(?:[ \t][^<>\n]{0,200})?>[ \t]*<code(?:[ \t][^<>\n]{0,200})?>")
-_HTML_PRE_END = re.compile(r"(?i)</code>[ \t]*</pre>")
-_HTML_ENTITY = re.compile(r"&(?:lt|gt|amp|quot|apos|#[0-9]{1,7}|#x[0-9a-fA-F]{1,6});")
-
-
-def html_blocks_as_fences(answer: str) -> str:
-    """``<pre><code>…</code></pre>`` (an HTML-rendering UI or a model trained on web pages)
-    turned into a fenced block, so it is read like one."""
-    if "<pre" not in answer and "<PRE" not in answer:
-        return answer
-    if answer.count("<pre") + answer.count("<PRE") > 200:
-        return answer  # not a reply with a few code blocks: left as text (and bounded)
-    opened, closed = len(_HTML_PRE.findall(answer)), len(_HTML_PRE_END.findall(answer))
-    if not opened or opened != closed:
-        return answer
-    return _HTML_PRE_END.sub("\n```\n", _HTML_PRE.sub("\n```\n", answer))
-
-
-_HARMONY_FINAL = "<|channel|>final<|message|>"
-_HARMONY_TOKEN = re.compile(r"<\|[a-z_]{1,20}\|>")
-
-
-def _split_harmony(text: str) -> tuple[str, str]:
-    """gpt-oss's "harmony" format leaked as text (a server without its parser): the analysis
-    channel is reasoning, the final channel the answer."""
-    at = text.rfind(_HARMONY_FINAL)
-    if at < 0:
-        if text.lstrip().startswith(
-            ("<|channel|>analysis", "<|start|>assistant<|channel|>analysis")
-        ):
-            return "", _HARMONY_TOKEN.sub("\n", text).strip()  # cut before the final channel
-        return text, ""
-    answer = text[at + len(_HARMONY_FINAL) :]
-    for end in ("<|return|>", "<|end|>", "<|call|>"):
-        cut = answer.find(end)
-        if cut >= 0:
-            answer = answer[:cut]
-    return answer, _HARMONY_TOKEN.sub("\n", text[:at]).strip()
-
-
-def split_reasoning(text: str) -> tuple[str, str]:
-    """(answer, reasoning): reasoning sections cut out of the text, in one pass."""
-    harmony = ""
-    if "<|channel|>" in text:
-        text, harmony = _split_harmony(text)
-    answer, reasoning = _split_think(text)
-    return answer, "\n\n".join(r for r in (harmony, reasoning) if r)
-
-
-def _split_think(text: str) -> tuple[str, str]:
-    low = text.lower()
-    answer: list[str] = []
-    reasoning: list[str] = []
-    pos = 0
-    nxt = {t: low.find(f"<{t}>") for t in _THINK_TAGS}
-    first_open = min((i for i in nxt.values() if i >= 0), default=-1)
-    # a "</think>" before any opening tag: the chat template opened the section for the model
-    for t in _THINK_TAGS:
-        close = low.find(f"</{t}>")
-        if close >= 0 and (first_open < 0 or close < first_open):
-            reasoning.append(text[:close])
-            pos = close + len(t) + 3
-            break
-    while True:
-        for t, i in nxt.items():
-            if 0 <= i < pos:
-                nxt[t] = low.find(f"<{t}>", pos)
-        found = [(i, t) for t, i in nxt.items() if i >= 0]
-        if not found:
-            answer.append(text[pos:])
-            break
-        at, tag = min(found)
-        body = at + len(tag) + 2
-        close = low.find(f"</{tag}>", body)
-        if close < 0:
-            if not "".join(answer).strip() and not text[pos:at].strip():
-                # unclosed at the start: all of it is reasoning (a reply cut off mid-thought)
-                reasoning.append(text[body:])
-            else:
-                answer.append(text[pos:])  # a stray "<think>" in prose: leave it
-            break
-        answer.append(text[pos:at])
-        reasoning.append(text[body:close])
-        pos = close + len(tag) + 3
-    return "".join(answer), "\n\n".join(r.strip("\n") for r in reasoning if r.strip())
-
-
-# ---- 2. fenced blocks and bare PTX
-
-
-@dataclass
-class Segment:
-    text: str
-    fenced: bool
-    tag: str = ""
-    closed: bool = True  # the fence closed (always True for bare PTX)
-    first_line: int = 0  # 0-based line of the reply's answer text where the PTX starts
-
-
-def _fence_open(line: str) -> tuple[str, int, str] | None:
-    """(fence, indent, tag) when the line opens a fenced block."""
-    stripped = line.lstrip(" \t")
-    if stripped[:3] not in ("```", "~~~"):
-        return None
-    ch = stripped[0]
-    n = len(stripped) - len(stripped.lstrip(ch))
-    info = stripped[n:].strip()
-    if ch == "`" and "`" in info:
-        return None  # inline code on one line, not a fence
-    tag = info.split()[0].lower().strip("{}.") if info else ""
-    return ch * n, len(line) - len(stripped), tag
-
-
-def _fence_close(line: str, fence: str) -> tuple[bool, str]:
-    """(closes, code before the fence): a line of only the fence char (at least as long), or
-    code followed by the fence ("}```" — models do write that)."""
-    ch = fence[0]
-    rest = line.rstrip()
-    code = rest.rstrip(ch)
-    if len(rest) - len(code) < len(fence):
-        return False, ""
-    return True, code if code.strip() else ""
-
-
-_DIRECTIVE_START = (
-    ".version",
-    ".target",
-    ".address_size",
-    ".visible",
-    ".entry",
-    ".func",
-    ".weak",
-    ".extern",
-    ".global",
-    ".const",
-    ".shared",
-    ".file",
-    ".pragma",
-)
-
-
-def _starts_ptx(stripped: str) -> bool:
-    return stripped.startswith(_DIRECTIVE_START)
-
-
-def _ptx_like(stripped: str) -> bool:
-    """A line that can stand between PTX statements at brace depth 0 (a directive, a comment,
-    a brace, the ')' closing a parameter list); prose after the PTX is none of these."""
-    if not stripped:
-        return True
-    if stripped.startswith(("//", "/*", "{", "}", ")")):
-        return True
-    # a directive: a lowercase word after the dot (".NET is ..." or ". Note" is prose)
-    return stripped[0] == "." and stripped[1:2].islower()
-
-
-_SPECIAL = re.compile(r'[{}()"]|//|/\*|\*/')
-
-
-def _line_braces(line: str, state: list[int]) -> None:
-    """Update [brace depth, paren depth, in block comment] for one line, ignoring comments and
-    strings. Only the line's special characters are visited (found by the regex engine)."""
-    depth, paren, in_comment = state
-    in_string = False
-    for m in _SPECIAL.finditer(line):
-        tok = m.group()
-        if in_comment:
-            if tok == "*/":
-                in_comment = 0
-            continue
-        if in_string:
-            in_string = tok != '"'
-            continue
-        if tok == "//":
-            break
-        if tok == "/*":
-            in_comment = 1
-        elif tok == '"':
-            in_string = True
-        elif tok == "{":
-            depth += 1
-        elif tok == "}":
-            depth = max(depth - 1, 0)
-        elif tok == "(":
-            paren += 1
-        elif tok == ")":
-            paren = max(paren - 1, 0)
-    state[:] = [depth, paren, in_comment]
-
-
-def _bare_segments(lines: list[str], start: int, end: int) -> list[Segment]:
-    """Stretches of PTX in prose lines [start, end): from a directive (with the comment lines
-    right above it) until its braces close and a line that is not PTX follows."""
-    out: list[Segment] = []
-    i = start
-    comment_from = None
-    while i < end:
-        stripped = lines[i].strip()
-        if stripped.startswith("//"):
-            if comment_from is None:
-                comment_from = i
-            i += 1
-            continue
-        if not _starts_ptx(stripped):
-            comment_from = None
-            i += 1
-            continue
-        first = comment_from if comment_from is not None else i
-        comment_from = None
-        state = [0, 0, 0]
-        j = i
-        last_code = i
-        while j < end:
-            s = lines[j].strip()
-            if state == [0, 0, 0] and j > i and not _ptx_like(s):
-                break
-            _line_braces(lines[j], state)
-            if s:
-                last_code = j
-            j += 1
-        out.append(Segment("\n".join(lines[first : last_code + 1]) + "\n", False, "", True, first))
-        i = j
-    return out
-
-
-def _segments(lines: list[str], nested: bool = False) -> tuple[list[Segment], int]:
-    """Fenced blocks and bare PTX stretches, in reply order; and the number of fences.
-
-    A longer fence holding shorter ones (````` ````markdown ````` around prose and a
-    ```` ```ptx ```` block, as models write when they quote a whole answer) is read for its
-    inner blocks, one level deep, so each line is scanned at most twice."""
-    out: list[Segment] = []
-    fences = 0
-    i, prose_from, n = 0, 0, len(lines)
-    while i < n:
-        opened = _fence_open(lines[i])
-        if opened is None:
-            i += 1
-            continue
-        out += _bare_segments(lines, prose_from, i)
-        fence, indent, tag = opened
-        fences += 1
-        body: list[str] = []
-        inner_fences = False
-        j, closed = i + 1, False
-        while j < n:
-            closes, before = _fence_close(lines[j], fence)
-            if closes:
-                if before.strip():
-                    body.append(before)
-                closed = True
-                break
-            line = lines[j]
-            if indent:  # a fence indented in a list: its body is indented as much
-                k = len(line) - len(line.lstrip(" "))
-                line = line[min(k, indent) :]
-            if not nested and len(fence) > 3:
-                inner = _fence_open(line)
-                inner_fences = inner_fences or (
-                    inner is not None and inner[0][0] == fence[0] and len(inner[0]) < len(fence)
-                )
-            body.append(line)
-            j += 1
-        if inner_fences:
-            inner_segments, inner_count = _segments(body, nested=True)
-            for seg in inner_segments:
-                seg.first_line += i + 1
-            out += inner_segments
-            fences += inner_count
-        else:
-            out.append(Segment("\n".join(body).strip("\n") + "\n", True, tag, closed, i + 1))
-        i = j + 1
-        prose_from = i
-    out += _bare_segments(lines, prose_from, n)
-    return out, fences
-
-
-# ---- 3. what a stretch of PTX declares
-
-_FUNC_DIRECTIVE = re.compile(r"\.(entry|func)\b")
-# after .func: an optional return-parameter list, then the name (bounded: no backtracking
-# across the text)
-_FUNC_NAME = re.compile(
-    r"[ \t\n]{0,200}(?:\([^()]{0,4000}\)[ \t\n]{0,200})?([A-Za-z_$%][\w$]{0,200})"
-)
-_ENTRY_NAME = re.compile(r"[ \t\n]{0,200}([A-Za-z_$%][\w$]{0,200})")
-
-
-_OPENER = re.compile(r'//|/\*|"')
-
-
-def blank_comments(text: str) -> str:
-    """The text with comments and string literals replaced by spaces (newlines kept), so that
-    braces, names and directives can be searched for in code only. One pass: each search
-    starts where the last comment or string ended."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    search = _OPENER.search
-    while True:
-        m = search(text, i)
-        if m is None:
-            out.append(text[i:])
-            break
-        j, tok = m.start(), m.group()
-        out.append(text[i:j])
-        if tok == "//":
-            k = text.find("\n", j)
-            k = n if k < 0 else k
-        elif tok == "/*":
-            k = text.find("*/", j + 2)
-            k = n if k < 0 else k + 2
-        else:  # a string ends at its quote, or at the line's end when unclosed
-            nl = text.find("\n", j + 1)
-            nl = n if nl < 0 else nl
-            k = text.find('"', j + 1, nl)
-            k = nl if k < 0 else k + 1
-        span = text[j:k]
-        out.append(re.sub(r"[^\n]", " ", span) if "\n" in span else " " * len(span))
-        i = k
-    return "".join(out)
-
-
-@dataclass
-class Function:
-    kind: str  # "entry" | "func"
-    name: str
-    start: int  # offset of the line where its declaration starts
-    end: int  # offset just past its closing brace (or its ';', or the end of the text)
-    closed: bool  # a body that closes, or a prototype ending in ';'
-    is_definition: bool
-
-
-@dataclass
-class Module:
-    text: str
-    code: str  # comments and strings blanked
-    functions: list[Function] = field(default_factory=list)
-
-    def entries(self) -> list[Function]:
-        return [f for f in self.functions if f.kind == "entry"]
-
-    def declares(self, kernel: str | None) -> bool:
-        return any(f.name == kernel for f in self.entries()) if kernel else bool(self.entries())
-
-
-# Not frontend/ptx.py's reader: a reply is not yet PTX (prose, unbalanced braces, several modules,
-# a body cut off), and the verdict needs whether each body closed, which parse_ptx does not say.
-def analyse(text: str) -> Module:
-    """The top-level .entry/.func declarations of a stretch of PTX with their extents."""
-    code = blank_comments(text)
-    # top-level brace spans and ';' positions, in one pass
-    spans: list[tuple[int, int]] = []  # (open, close+1) of bodies at depth 0
-    semis: list[int] = []
-    depth, opened = 0, -1
-    directive_at: list[tuple[int, str]] = []
-    for m in re.finditer(r"[{};]|\.(?:entry|func)\b", code):
-        tok = m.group()
-        if tok == "{":
-            if depth == 0:
-                opened = m.start()
-            depth += 1
-        elif tok == "}":
-            if depth > 0:
-                depth -= 1
-                if depth == 0:
-                    spans.append((opened, m.end()))
-        elif tok == ";":
-            if depth == 0:
-                semis.append(m.start())
-        elif depth == 0:
-            directive_at.append((m.start(), tok[1:]))
-    if depth > 0:
-        spans.append((opened, -1))  # a body that never closes
-    module = Module(text, code)
-    span_starts = [s for s, _ in spans]
-    newlines = [m.start() for m in re.finditer("\n", code)]
-    for k, (at, kind) in enumerate(directive_at):
-        after = at + len(kind) + 1
-        m = (_FUNC_NAME if kind == "func" else _ENTRY_NAME).match(code, after)
-        if not m:
-            continue
-        name = m.group(1)
-        limit = directive_at[k + 1][0] if k + 1 < len(directive_at) else len(code)
-        b = bisect.bisect_left(span_starts, m.end())
-        body = spans[b] if b < len(spans) and span_starts[b] < limit else None
-        s = bisect.bisect_left(semis, m.end())
-        semi = semis[s] if s < len(semis) and semis[s] < limit else None
-        nl = bisect.bisect_left(newlines, at)
-        line_start = newlines[nl - 1] + 1 if nl > 0 else 0
-        if semi is not None and (body is None or semi < body[0]):
-            fn = Function(kind, name, line_start, semi + 1, True, False)
-        elif body is not None:
-            closed = body[1] >= 0
-            fn = Function(kind, name, line_start, body[1] if closed else len(code), closed, True)
-        else:
-            fn = Function(kind, name, line_start, len(code), False, False)
-        module.functions.append(fn)
-    return module
-
-
-# ---- 4. cleaning the answer
-
-_ELLIPSIS = re.compile(r"(?:^|[\s(\[<{])(?:\.{3,}|…)(?=$|[\s)\]>}.,;:])")
-_ELISION_PHRASES = re.compile(
-    r"(?i)\b(?:rest of (?:the )?(?:code|kernel|function|module|body|file|ptx|instructions|"
-    r"program|loop)|remaining (?:code|instructions|lines|body)|same as (?:before|above)|"
-    r"as before|as above|(?:code|instructions) (?:continues|goes here|as before)|omitted|"
-    r"elided|for brevity|not shown|previous version|snip(?:ped)?|and so on|etc\.?$|"
-    # "TODO: fill in the loads", "(identical to above)", "[same code as in your kernel]",
-    # "<existing code>", "as in the original": a pointer to code that is not there
-    r"fill (?:in|this)|identical to (?:above|before|the|your)|as in (?:the |your )?"
-    r"(?:original|previous|earlier|above|first))"
-)
-# "<existing code>", "// same loads as before", "(same body here)" point at code that is not
-# there; "the same loads with .L1::no_allocate ran at 0.96x" is prose comparing two versions.
-# So the phrase is an elision in a short comment, or when it points somewhere.
-_SAME_CODE = re.compile(
-    r"(?i)\b(?:existing|same) (?:code|instructions|loads|stores|body)\b(?P<rest>.*)"
-)
-_POINTS_ELSEWHERE = re.compile(r"(?i)^\s*(?:as|here|again|from|in|goes|continues)\b")
-_MATH = re.compile(r"[-+*/=<>,\[\]^%]|\b(?:to|for|sum|from)\b")
-_UNCHANGED = re.compile(r"(?i)\bunchanged\b")
-# what is unchanged must be code ("rest unchanged", "loop body unchanged"): "n stays
-# unchanged here" or "%r1 remains unchanged" describe a value, and are not elisions
-_UNCHANGED_CONTEXT = re.compile(
-    r"(?i)\b(?:code|rest|same|previous|above|before|as is|section|part|body|kernel|"
-    r"block|lines|instructions|everything|else|other|loop)\b"
-)
-_REGISTER = re.compile(r"%[a-z]")
-
-
-def find_elision(ptx: str) -> tuple[int, str] | None:
-    """(1-based line, the line) of the first elision marker: a comment that says code was left
-    out, or '...' standing alone."""
-    in_block = False
-    for no, line in enumerate(ptx.split("\n"), 1):
-        stripped = line.strip()
-        comment = ""
-        if in_block:
-            end = stripped.find("*/")
-            comment, in_block = (stripped, True) if end < 0 else (stripped[:end], False)
-            code = "" if end < 0 else stripped[end + 2 :]
-        else:
-            code = stripped
-            for marker in ("//", "/*"):
-                k = code.find(marker)
-                if k >= 0:
-                    comment = code[k + 2 :]
-                    if marker == "/*":
-                        e = comment.find("*/")
-                        if e < 0:
-                            in_block = True
-                        else:
-                            comment = comment[:e]
-                    code = code[:k]
-                    break
-        comment = comment.strip()
-        if code.strip() in ("...", "…", "[...]", "<...>", "(...)", "{...}"):
-            return no, stripped
-        if _ELLIPSIS.search(code):
-            return no, stripped
-        if not comment:
-            continue
-        if _ELISION_PHRASES.search(comment):
-            return no, stripped
-        same = _SAME_CODE.search(comment)
-        if same and (len(comment.split()) <= 6 or _POINTS_ELSEWHERE.match(same.group("rest"))):
-            return no, stripped
-        if _ELLIPSIS.search(comment):
-            # "// ..." or "// ... more loads" leaves code out; "x[0] + ... + x[i]" or
-            # "j = tid, tid + ntid, ..." is mathematics
-            rest = comment.replace("…", " ").replace("...", " ")
-            if not _MATH.search(rest) and len(rest.split()) <= 3:
-                return no, stripped
-        if (
-            _UNCHANGED.search(comment)
-            and not _REGISTER.search(comment)
-            and (len(comment.split()) <= 2 or _UNCHANGED_CONTEXT.search(comment))
-        ):
-            return no, stripped
-    return None
-
-
-def _strip_gputest(ptx: str) -> tuple[str, int]:
-    if "@gputest" not in ptx:
-        return ptx, 0
-    kept, dropped = [], 0
-    for line in ptx.split("\n"):
-        if "@gputest" in line:
-            dropped += 1
-        else:
-            kept.append(line)
-    return "\n".join(kept), dropped
-
-
-def _strip_non_ascii_comments(ptx: str) -> tuple[str, int]:
-    if ptx.isascii():
-        return ptx, 0
-    code = blank_comments(ptx)
-    out, removed = [], 0
-    for ch, c in zip(ptx, code, strict=True):
-        if ch != c and not ch.isascii():  # inside a comment or string: blanked in ``code``
-            removed += 1
-            continue
-        out.append(ch)
-    return "".join(out), removed
-
-
-_WORD = re.compile(r"[A-Za-z_$%][\w$]{0,200}")
-
-
-def _keep_entry(module: Module, kernel: str) -> tuple[str, list[str], list[str]]:
-    """The module with only the last definition of ``kernel`` and the .funcs it uses,
-    transitively (called, or taken the address of: any mention counts); and the names of the
-    entries and .funcs dropped. Module-level variables and directives stay."""
-    entries = [f for f in module.entries() if f.name == kernel and f.is_definition]
-    if not entries:
-        return module.text, [], []
-    keep = entries[-1]
-    funcs = {f.name: f for f in module.functions if f.kind == "func" and f.is_definition}
-    used: set[str] = set()
-    kept_funcs: set[str] = set()
-    todo = [keep]
-    while todo:
-        fn = todo.pop()
-        words = set(_WORD.findall(module.code[fn.start : fn.end]))
-        used |= words
-        for name in words:
-            f = funcs.get(name)
-            if f is not None and name not in kept_funcs and f is not fn:
-                kept_funcs.add(name)
-                todo.append(f)
-    dropped_entries, dropped_funcs = [], []
-    cuts: list[tuple[int, int]] = []
-    for f in module.functions:
-        if f is keep:
-            continue
-        if f.kind == "entry":
-            if f.is_definition:
-                dropped_entries.append(f.name)
-            cuts.append((f.start, f.end))
-        elif f.is_definition:
-            if f is not funcs.get(f.name) or f.name not in kept_funcs:
-                dropped_funcs.append(f.name)
-                cuts.append((f.start, f.end))
-        elif f.name not in used:  # a prototype of a .func nothing kept mentions
-            cuts.append((f.start, f.end))
-    if not cuts:
-        return module.text, [], []
-    text, pos, parts = module.text, 0, []
-    for a, b in sorted(cuts):
-        if a < pos:
-            continue
-        parts.append(text[pos:a])
-        pos = b
-        # the rest of the closing line (a trailing comment) goes with the function
-        nl = text.find("\n", pos, pos + 400)
-        if nl >= 0 and not module.code[pos:nl].strip():
-            pos = nl + 1
-    parts.append(text[pos:])
-    cleaned = re.sub(r"\n{3,}", "\n\n", "".join(parts))
-    return cleaned, dropped_entries, dropped_funcs
-
-
-# ---- 5. the answer
 
 
 def _merge_split_module(segments: list[tuple[Segment, Module]]) -> list[tuple[Segment, Module]]:
@@ -783,6 +161,7 @@ def _ptx_member(value, path: str, depth: int = 0, reparsed: int = 0) -> tuple[st
             if found is not None:
                 return found
         return value, path
+    items: Iterable[tuple[object, object]]
     if isinstance(value, dict):
         items = value.items()
     elif isinstance(value, list):
@@ -929,7 +308,7 @@ def _empty_answer_problem(reasoning: str, finish_reason: str | None) -> str:
 def _candidates(answer: str, kernel: str | None) -> _Candidates:
     """Step 2: every fenced block and bare PTX stretch, and those that declare an entry."""
     lines, quoted = unquote(answer.split("\n"))
-    segments, fences = _segments(lines)
+    segments, fences = find_segments(lines)
     segments, split = _one_module_each(segments)
     # only stretches that name a function need the full analysis; the rest are prose-like
     # blocks (CUDA, a plan, a header) and stay as text
@@ -1006,8 +385,8 @@ def _extract_decoded(
 
 def _no_ptx_problem(answer: _Answer, found: _Candidates, finish_reason: str | None) -> str:
     """Why no block can be the answer, worded for the model."""
-    in_reasoning = "" if not answer.reasoning else analyse(answer.reasoning)
-    if in_reasoning and in_reasoning.entries():
+    in_reasoning = analyse(answer.reasoning) if answer.reasoning else None
+    if in_reasoning is not None and in_reasoning.entries():
         problem = (
             "your reply has PTX only inside its reasoning (<think>) section; write the final "
             "PTX after it, in a ```ptx block"
@@ -1053,7 +432,7 @@ def _pick_block(
 
     flags = [complete(sm) for sm in pool]
     spans = [(seg.first_line, seg.first_line + seg.text.count("\n")) for seg, _ in pool]
-    covered = set()
+    covered: set[int] = set()
     for seg in found.segments:
         covered.update(range(seg.first_line - 1, seg.first_line + seg.text.count("\n") + 2))
     prose = [(i, line) for i, line in enumerate(found.lines) if i not in covered and line.strip()]
@@ -1093,7 +472,7 @@ def _drop_prose_after(seg: Segment, mod: Module, notes: list[str]) -> str:
     tail_at = max(ends)
     tail = text[tail_at:].split("\n")
     for k, line in enumerate(tail[1:], 1):
-        if not _ptx_like(line.strip()):
+        if not ptx_like(line.strip()):
             kept = "\n".join(tail[:k])
             gone = sum(1 for x in tail[k:] if x.strip())
             notes.append(
@@ -1118,7 +497,7 @@ def _judge_block(seg: Segment, text: str) -> tuple[str, int, str, str]:
             "module, every line, not changes to it",
             "",
         )
-    ptx, dropped = _strip_gputest(text)
+    ptx, dropped = strip_gputest(text)
     elided = find_elision(ptx)
     if elided is not None:
         no, line = elided
@@ -1132,7 +511,7 @@ def _keep_requested_entry(
     """Step 5: only the requested entry and the .funcs it uses, with a note of what went."""
     if not (kernel and mod.declares(kernel)):
         return ptx
-    kept, gone_entries, gone_funcs = _keep_entry(analyse(ptx) if dropped else mod, kernel)
+    kept, gone_entries, gone_funcs = keep_entry(analyse(ptx) if dropped else mod, kernel)
     if not (gone_entries or gone_funcs):
         return ptx
     parts = []
@@ -1162,11 +541,11 @@ def _clean_ptx(ptx: str, answer: _Answer, quoted: int, notes: list[str]) -> str:
             f"{'s' if answer.invisible != 1 else ''} (zero-width spaces, byte-order marks, "
             "U+00A0): ptxas rejects them and nobody can see them"
         )
-    if _HTML_ENTITY.search(ptx):
+    if HTML_ENTITY.search(ptx):
         # PTX has no '&' at all: an entity is HTML escaping from a <pre><code> rendering
         ptx = html.unescape(ptx)
         notes.append("decoded HTML entities (&lt; &gt; &amp;) in the PTX")
-    ptx, removed = _strip_non_ascii_comments(ptx)
+    ptx, removed = strip_non_ascii_comments(ptx)
     if removed:
         notes.append(
             f"removed {removed} non-ASCII character{'s' if removed != 1 else ''} from comments "

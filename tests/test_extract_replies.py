@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from ptxls.frontend.ptx_dataflow import check_dataflow
-from ptxls.lowering.extract import LIMITS, Extraction, extract_ptx, find_elision
+from ptxls.lowering.extract import LIMITS, Extraction, extract_ptx
 from ptxls.lowering.llm_client import LlmClient, forget_adaptations
+from ptxls.lowering.reply_clean import find_elision
 from ptxls.lowering.settings import LlmSettings
 from ptxls.toolchain.discovery import ToolNotFound, find_ptxas
 

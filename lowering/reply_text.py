@@ -1,0 +1,164 @@
+"""A model's reply made plain text: line endings normalised, invisible characters removed,
+markdown block quotes and ``<pre><code>`` read as text and fences, and reasoning sections
+(``<think>``, ``<thinking>``, ``<reasoning>``, Harmony's analysis channel) set aside.
+
+Stage 1 of reading a reply (``extract.py`` has the rules and runs the stages). Linear in the
+reply's size: each pass scans the text once with bounded patterns.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .reply_blocks import starts_ptx
+
+_THINK_TAGS = ("think", "thinking", "reasoning", "thought")
+
+
+def normalise(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+# Characters a model (or the chat UI it learned from) puts into text that ptxas rejects and
+# nobody can see: zero-width spaces and joiners, word joiners, the byte-order mark (also at
+# the start of a reply), and Unicode spaces (no-break, thin, ideographic) used for
+# indentation. The invisible ones are dropped, the spaces become ' '; both are safe anywhere
+# in PTX, code or comment, and without this an otherwise right kernel fails a whole round on
+# "Unexpected non-ASCII character".
+_INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
+_UNICODE_SPACES = (
+    "\u00a0\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000"
+)
+_INVISIBLE_TABLE = {
+    **dict.fromkeys(map(ord, _INVISIBLE)),
+    **dict.fromkeys(map(ord, _UNICODE_SPACES), " "),
+}
+
+
+def clean_invisible(text: str) -> tuple[str, int]:
+    """(text without invisible characters and with Unicode spaces as ' ', how many changed)."""
+    if text.isascii():
+        return text, 0
+    n = sum(map(text.count, _INVISIBLE + _UNICODE_SPACES))
+    return (text.translate(_INVISIBLE_TABLE), n) if n else (text, 0)
+
+
+_QUOTED = re.compile(r"[ \t]{0,3}(?:> ?){1,8}")
+
+
+def unquote(lines: list[str]) -> tuple[list[str], int]:
+    """Markdown block quotes ('> ' before every line) taken off every run of quoted lines
+    that holds PTX or a fence: models quoting their answer, or a chat UI's quoting pasted
+    back. No PTX line starts with '>', so a quoted run is never code. One pass."""
+    if not any(line.lstrip(" \t").startswith(">") for line in lines):
+        return lines, 0
+    out = list(lines)
+    unquoted = 0
+    i, n = 0, len(lines)
+    while i < n:
+        m = _QUOTED.match(lines[i])
+        if not m or not lines[i].lstrip(" \t").startswith(">"):
+            i += 1
+            continue
+        j = i
+        run: list[str] = []
+        while j < n:
+            m = _QUOTED.match(lines[j])
+            if not (m and lines[j].lstrip(" \t").startswith(">")):
+                break
+            run.append(lines[j][m.end() :])
+            j += 1
+        if any(starts_ptx(r.strip()) or r.lstrip().startswith(("```", "~~~")) for r in run):
+            out[i:j] = run
+            unquoted += j - i
+        i = j
+    return out, unquoted
+
+
+# only the <pre><code …> … </code></pre> pair (what HTML renderers emit): a bare "<pre>"
+# mentioned in prose must not open a block that swallows the rest of the reply
+_HTML_PRE = re.compile(r"(?i)<pre(?:[ \t][^<>\n]{0,200})?>[ \t]*<code(?:[ \t][^<>\n]{0,200})?>")
+_HTML_PRE_END = re.compile(r"(?i)</code>[ \t]*</pre>")
+HTML_ENTITY = re.compile(r"&(?:lt|gt|amp|quot|apos|#[0-9]{1,7}|#x[0-9a-fA-F]{1,6});")
+
+
+def html_blocks_as_fences(answer: str) -> str:
+    """``<pre><code>…</code></pre>`` (an HTML-rendering UI or a model trained on web pages)
+    turned into a fenced block, so it is read like one."""
+    if "<pre" not in answer and "<PRE" not in answer:
+        return answer
+    if answer.count("<pre") + answer.count("<PRE") > 200:
+        return answer  # not a reply with a few code blocks: left as text (and bounded)
+    opened, closed = len(_HTML_PRE.findall(answer)), len(_HTML_PRE_END.findall(answer))
+    if not opened or opened != closed:
+        return answer
+    return _HTML_PRE_END.sub("\n```\n", _HTML_PRE.sub("\n```\n", answer))
+
+
+_HARMONY_FINAL = "<|channel|>final<|message|>"
+_HARMONY_TOKEN = re.compile(r"<\|[a-z_]{1,20}\|>")
+
+
+def _split_harmony(text: str) -> tuple[str, str]:
+    """gpt-oss's "harmony" format leaked as text (a server without its parser): the analysis
+    channel is reasoning, the final channel the answer."""
+    at = text.rfind(_HARMONY_FINAL)
+    if at < 0:
+        if text.lstrip().startswith(
+            ("<|channel|>analysis", "<|start|>assistant<|channel|>analysis")
+        ):
+            return "", _HARMONY_TOKEN.sub("\n", text).strip()  # cut before the final channel
+        return text, ""
+    answer = text[at + len(_HARMONY_FINAL) :]
+    for end in ("<|return|>", "<|end|>", "<|call|>"):
+        cut = answer.find(end)
+        if cut >= 0:
+            answer = answer[:cut]
+    return answer, _HARMONY_TOKEN.sub("\n", text[:at]).strip()
+
+
+def split_reasoning(text: str) -> tuple[str, str]:
+    """(answer, reasoning): reasoning sections cut out of the text, in one pass."""
+    harmony = ""
+    if "<|channel|>" in text:
+        text, harmony = _split_harmony(text)
+    answer, reasoning = _split_think(text)
+    return answer, "\n\n".join(r for r in (harmony, reasoning) if r)
+
+
+def _split_think(text: str) -> tuple[str, str]:
+    low = text.lower()
+    answer: list[str] = []
+    reasoning: list[str] = []
+    pos = 0
+    nxt = {t: low.find(f"<{t}>") for t in _THINK_TAGS}
+    first_open = min((i for i in nxt.values() if i >= 0), default=-1)
+    # a "</think>" before any opening tag: the chat template opened the section for the model
+    for t in _THINK_TAGS:
+        close = low.find(f"</{t}>")
+        if close >= 0 and (first_open < 0 or close < first_open):
+            reasoning.append(text[:close])
+            pos = close + len(t) + 3
+            break
+    while True:
+        for t, i in nxt.items():
+            if 0 <= i < pos:
+                nxt[t] = low.find(f"<{t}>", pos)
+        found = [(i, t) for t, i in nxt.items() if i >= 0]
+        if not found:
+            answer.append(text[pos:])
+            break
+        at, tag = min(found)
+        body = at + len(tag) + 2
+        close = low.find(f"</{tag}>", body)
+        if close < 0:
+            if not "".join(answer).strip() and not text[pos:at].strip():
+                # unclosed at the start: all of it is reasoning (a reply cut off mid-thought)
+                reasoning.append(text[body:])
+            else:
+                answer.append(text[pos:])  # a stray "<think>" in prose: leave it
+            break
+        answer.append(text[pos:at])
+        reasoning.append(text[body:close])
+        pos = close + len(tag) + 3
+    return "".join(answer), "\n\n".join(r.strip("\n") for r in reasoning if r.strip())
