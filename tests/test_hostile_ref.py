@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from raw_lsp import ROOT, RawServer
 
-from ptxls.gputest import numpy_ref
+from ptxls.gputest import numpy_ref, ref_language
 from ptxls.gputest.exprs import ExprError, evaluate, evaluate_int
 from ptxls.gputest.spec import TestSpec
 from ptxls.gputest.spec_check import check_spec
@@ -98,13 +98,13 @@ def test_huge_results_are_refused_fast(program):
 def test_the_array_limit_follows_the_memory_budget():
     # a quarter of the budget in float64, as a power of two, between 2^27 and 2^29 elements:
     # 128 GiB hosts (the H200 machine, budget 16 GiB) reference 2^28 floats and 2^29 bytes
-    assert numpy_ref._element_limit(16 << 30) == 1 << 29
-    assert numpy_ref._element_limit(11 << 30) == 1 << 28
-    assert numpy_ref._element_limit(8 << 30) == 1 << 28
-    assert numpy_ref._element_limit(4 << 30) == 1 << 27
-    assert numpy_ref._element_limit(2 << 30) == 1 << 27
-    assert numpy_ref._element_limit(1 << 40) == 1 << 29  # never past 4 GiB per array
-    assert numpy_ref._element_limit(numpy_ref.MAX_MEMORY_GROWTH) == numpy_ref.MAX_ELEMENTS
+    assert ref_language.element_limit(16 << 30) == 1 << 29
+    assert ref_language.element_limit(11 << 30) == 1 << 28
+    assert ref_language.element_limit(8 << 30) == 1 << 28
+    assert ref_language.element_limit(4 << 30) == 1 << 27
+    assert ref_language.element_limit(2 << 30) == 1 << 27
+    assert ref_language.element_limit(1 << 40) == 1 << 29  # never past 4 GiB per array
+    assert ref_language.element_limit(ref_language.MAX_MEMORY_GROWTH) == ref_language.MAX_ELEMENTS
 
 
 def test_one_element_past_the_limit_is_refused_before_it_is_allocated(monkeypatch):
