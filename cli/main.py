@@ -16,7 +16,6 @@ if _started_as_main and sys.path[0] in ("", __import__("os").getcwd()):
     del sys.path[0]
 
 import argparse  # noqa: E402
-import asyncio  # noqa: E402
 import importlib  # noqa: E402
 import os  # noqa: E402
 
@@ -30,16 +29,21 @@ from .grammar import (  # noqa: E402
 )
 from .output_format import add_format_argument, chosen_format  # noqa: E402
 
-# Subcommands with a module of their own; each has add_parser(sub) and run(args).
-_COMMAND_MODULES = [
-    "ptxls.cli.gpu_test",
-    "ptxls.cli.lower",
-    "ptxls.cli.replay",
-    "ptxls.cli.bench",
-    "ptxls.cli.sass",
-    "ptxls.cli.eval",
-    "ptxls.cli.debug_adapter",
-]
+# Subcommands with a module of their own (command → module, in the order `ptxls --help` lists
+# them); each module has add_parser(sub) and run(args). A command imports its own module and no
+# other: the GPU-test command's imports load numpy (a tenth of a second before `ptxls check`
+# could start, a second before `ptxls lower`'s first request; bench/cli_startup.py,
+# bench/lowering_startup.py). Only `ptxls --help`, no command or an unknown one import them all.
+_COMMAND_MODULES = {
+    "test": "ptxls.cli.gpu_test",
+    "lower": "ptxls.cli.lower",
+    "replay": "ptxls.cli.replay",
+    "bench": "ptxls.cli.bench",
+    "sass": "ptxls.cli.sass",
+    "eval": "ptxls.cli.eval",
+    "debug-adapter": "ptxls.cli.debug_adapter",
+}
+_BUILT_IN = ("serve", "check", "usage", "doctor", "demo")  # defined below, nothing to import
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -48,7 +52,27 @@ def _serve(args: argparse.Namespace) -> int:
     return run_server(args.verbose)
 
 
+def _probe_ptxas_early(explicit: str | None) -> None:
+    """Ask ptxas its version and PTX ISA (two child processes, a few tens of ms) in a thread
+    while the check's modules import: toolchain/discovery keeps each binary's answers, and the
+    check, asking the same binary, takes them (or waits for the probe under way). Not a daemon:
+    a hung probe is killed by its own timeout, never left behind at exit."""
+    import contextlib
+    import threading
+
+    from ptxls.toolchain.discovery import find_ptxas
+
+    def probe() -> None:
+        with contextlib.suppress(Exception):  # the check itself says what is wrong with ptxas
+            find_ptxas(explicit)
+
+    threading.Thread(target=probe, name="ptxls-ptxas-probe").start()
+
+
 def _check(args: argparse.Namespace) -> int:
+    _probe_ptxas_early(args.ptxas)
+    import asyncio
+
     from .check import run_check
 
     return asyncio.run(
@@ -65,6 +89,9 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _usage(args: argparse.Namespace) -> int:
+    _probe_ptxas_early(args.ptxas)
+    import asyncio
+
     from .check import run_usage
 
     return asyncio.run(
@@ -86,7 +113,22 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def version() -> str:
-    """The installed distribution's version (the wheel's metadata), else the source tree's."""
+    """The installed distribution's version (the wheel's metadata), else the source tree's.
+
+    Read from the first ``ptxls-*.dist-info/METADATA`` on sys.path, the one importlib.metadata
+    would find, without importing importlib.metadata (its email and zip readers cost 40 ms, a
+    sixth of the start-up goal); importlib.metadata only where that finds nothing (an egg, a
+    zip)."""
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in sorted(names):
+            if name.startswith("ptxls-") and name.endswith(".dist-info"):
+                found = _metadata_version(os.path.join(entry or ".", name, "METADATA"))
+                if found:
+                    return found
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as dist_version
 
@@ -96,6 +138,31 @@ def version() -> str:
         from ptxls.server.app import SERVER_VERSION
 
         return SERVER_VERSION
+
+
+def _metadata_version(path: str) -> str | None:
+    """The ``Version:`` header of a METADATA file (the headers end at the first empty line)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if not line.strip():
+                    break
+                if line.startswith("Version:"):
+                    return line.partition(":")[2].strip() or None
+    except OSError:
+        pass
+    return None
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: the version is looked up only when asked for, not for every command."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, **kw):
+        super().__init__(option_strings, dest, nargs=0, default=default, **kw)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser._print_message(f"ptxls {version()}\n", sys.stdout)
+        parser.exit()
 
 
 def _timeout(text: str) -> float:
@@ -205,30 +272,37 @@ def _add_demo(sub, runners: dict) -> None:
     runners["demo"] = _demo
 
 
-# Commands whose module serves only them: `ptxls lower` imports its own module and not the
-# others (the GPU-test command's imports load numpy: a second of start-up before the first
-# request; bench/lowering_startup.py). Any other command, or none, imports them all.
-_ONLY_MODULE = {
-    "lower": "ptxls.cli.lower",
-    "replay": "ptxls.cli.replay",
-    "debug-adapter": "ptxls.cli.debug_adapter",
-}
-
-
 def _first_command(argv: list[str] | None) -> str | None:
     return next(
         (a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-")), None
     )
 
 
-def build_parser(command: str | None = None) -> tuple[argparse.ArgumentParser, dict]:
+def _modules_for(command: str | None, words: list[str]) -> list[str]:
+    """The command modules to import for this command line: its own module, none for a
+    built-in command or a bare ``--version``, all of them otherwise (help, unknown commands:
+    the list of commands and the closest one need every name)."""
+    if command in _COMMAND_MODULES:
+        return [_COMMAND_MODULES[command]]
+    if command in _BUILT_IN:
+        return []
+    if command is None and "--version" in words and not {"-h", "--help"} & set(words):
+        return []
+    return list(_COMMAND_MODULES.values())
+
+
+def build_parser(
+    command: str | None = None, words: list[str] | None = None
+) -> tuple[argparse.ArgumentParser, dict]:
+    """The parser and each command's runner. With the command line's ``words``, only what that
+    line needs (``_modules_for``); without, every command (the grammar tests, ``--help``)."""
     parser = PtxlsArgumentParser(
         prog="ptxls",
         description="PTX language server and toolbox: check, test, lower, bench.",
         epilog=EXIT_TABLE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"ptxls {version()}")
+    parser.add_argument("--version", action=_VersionAction, help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")  # PtxlsArgumentParser too
     runners: dict = {}
     _add_serve(sub, runners)
@@ -236,7 +310,7 @@ def build_parser(command: str | None = None) -> tuple[argparse.ArgumentParser, d
     _add_usage(sub, runners)
     _add_doctor(sub, runners)
     _add_demo(sub, runners)
-    modules = [_ONLY_MODULE[command]] if command in _ONLY_MODULE else _COMMAND_MODULES
+    modules = list(_COMMAND_MODULES.values()) if words is None else _modules_for(command, words)
     for name in modules:
         module = importlib.import_module(name)
         before = set(sub.choices)
@@ -282,7 +356,8 @@ def _missing_file(args: argparse.Namespace) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser, runners = build_parser(_first_command(argv))
+    words = sys.argv[1:] if argv is None else argv
+    parser, runners = build_parser(_first_command(words), words)
     args = _parse(parser, argv)
     if not args.command:
         parser.print_help()

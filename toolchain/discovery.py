@@ -234,10 +234,12 @@ def find_tool(
         raise ToolNotFound(_not_found_message(name, explicit))
     if explicit or needs_isa is None:
         return _make(name, *candidates[0])
-    tools = [_make(name, p, o) for p, o in candidates]
-    for tool in tools:
+    tools: list[Tool] = []
+    for p, o in candidates:  # probed one by one: the next only when this one is too old
+        tool = _make(name, p, o)
         if tool.max_ptx_isa is None or tool.max_ptx_isa >= needs_isa:
             return tool
+        tools.append(tool)
     # None accepts it: the newest one gives the most useful "current version is …" message.
     return max(tools, key=lambda t: t.max_ptx_isa or (0, 0))
 
