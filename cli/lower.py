@@ -410,7 +410,9 @@ def run(args: argparse.Namespace) -> int:
     if args.backend == "llm":
         from ptxls.lowering.llm_client import prefetch_sdk
 
-        prefetch_sdk()  # the SDK's import overlaps reading the kernel, spec and examples
+        # The SDK's import, and its client for these settings (endpoint, key, timeout,
+        # headers: known before the arch is), overlap reading the kernel, spec and examples.
+        prefetch_sdk(_settings(args)[0])
     workspace = Path.cwd()
     if args.file:
         path = Path(args.file)

@@ -11,10 +11,16 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ptxls.frontend.c_types import C_TYPES, element_type
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy is imported by the functions that use it, not here: reading a test spec (the table
+# below) needs no numpy, and `ptxls lower` reads the spec before its first request, where
+# numpy's import would be a fifth of the start-up (bench/lowering_startup.py).
 
 
 @dataclass(frozen=True)
@@ -34,15 +40,21 @@ class DType:
 
     @property
     def itemsize(self) -> int:
+        import numpy as np
+
         return np.dtype(self.storage).itemsize
 
 
 def bf16_to_f32(bits: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     return (bits.astype(np.uint32) << 16).view(np.float32)
 
 
 def f32_to_bf16(values: np.ndarray) -> np.ndarray:
     """Round to nearest even, as __float2bfloat16 does (NaN stays NaN)."""
+    import numpy as np
+
     u = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
     rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
     out = rounded.astype(np.uint16)
@@ -110,6 +122,8 @@ def from_cuda(type_name: str) -> DType | None:
 
 def to_float64(dt: DType, raw: np.ndarray) -> np.ndarray:
     """Values as float64 for references and error measures (ints too: they fit)."""
+    import numpy as np
+
     if dt.decode is not None:
         return dt.decode(raw).astype(np.float64)
     return raw.astype(np.float64)
@@ -117,6 +131,8 @@ def to_float64(dt: DType, raw: np.ndarray) -> np.ndarray:
 
 def from_float64(dt: DType, values: np.ndarray) -> np.ndarray:
     """Round float64 reference values to the storage type (ints wrap like C casts do)."""
+    import numpy as np
+
     if dt.encode is not None:
         return dt.encode(values.astype(np.float32))
     if dt.is_float:
@@ -128,6 +144,8 @@ def from_float64(dt: DType, values: np.ndarray) -> np.ndarray:
 def poison(dt: DType, count: int) -> np.ndarray:
     """What an output holds before the launch: NaN for floats, 0xA5 bytes for integers. An
     element still equal to this afterwards was not written."""
+    import numpy as np
+
     if dt.poison_bits is not None:
         return np.full(count, dt.poison_bits, dtype=dt.storage)
     if dt.is_float:
@@ -146,6 +164,8 @@ _POOL: ThreadPoolExecutor | None = None
 
 def _draw_in_chunks(count: int, draw, base: int) -> np.ndarray:
     """``count`` uniform values in [-1, 1) of float type ``draw``."""
+    import numpy as np
+
     global _POOL
     if _POOL is None:
         _POOL = ThreadPoolExecutor(min(16, os.cpu_count() or 1), thread_name_prefix="inputs")
@@ -164,6 +184,8 @@ def _draw_in_chunks(count: int, draw, base: int) -> np.ndarray:
 def random_values(dt: DType, count: int, rng: np.random.Generator) -> np.ndarray:
     """Fresh inputs: floats in [-1, 1) (never all zero, so a kernel that ignores an input shows),
     small integers so sums and products of a few inputs stay in range."""
+    import numpy as np
+
     if dt.is_float:
         # Generated in the narrowest float numpy draws directly (float32 is 3x faster at 16M).
         draw = np.float64 if dt.name == "f64" else np.float32

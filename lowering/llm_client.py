@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import json
 import logging
 import re
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -295,22 +295,45 @@ def _reasoning_text(message: dict) -> str:
 
 
 _sdk_import: threading.Thread | None = None
+# SDK clients made ahead by prefetch_sdk(settings), by what they were made with; each is taken
+# by the first LlmClient with the same settings (a client is never shared).
+_made_ahead: dict[tuple, object] = {}
+_made_ahead_lock = threading.Lock()
+# What the SDK imports at its first request, not at its own import: anyio's asyncio backend.
+_FIRST_REQUEST_MODULES = ("anyio._backends._asyncio",)
 
 
-def prefetch_sdk() -> None:
-    """Start importing the openai SDK in a thread (about 1 s of CPU on a 2-core machine), so
-    it runs while the caller reads the kernel, the spec and the few-shot examples."""
+def prefetch_sdk(settings: LlmSettings | None = None) -> None:
+    """Start importing the openai SDK in a thread (0.5-1 s of CPU on a 2-core machine), so it
+    runs while the caller reads the kernel, the spec and the few-shot examples.
+
+    With the ``settings`` the lowering will use, the thread then also makes that SDK client
+    (its TLS context reads the CA certificates with the GIL released) and loads what the
+    client's first request would load on the way (the chat resource, anyio's backend), so
+    ``LlmClient(settings)`` finds it made and sends at once. Everything still goes through the
+    SDK; only the order changes."""
     global _sdk_import
-    if _sdk_import is None and "openai" not in sys.modules:
+    if _sdk_import is None:
         _sdk_import = threading.Thread(
-            target=_import_quietly, name="ptxls-openai-import", daemon=True
+            target=_prefetch_quietly, args=(settings,), name="ptxls-openai-import", daemon=True
         )
         _sdk_import.start()
 
 
-def _import_quietly() -> None:
-    with contextlib.suppress(Exception):  # a broken install is reported by the real import
-        import openai  # noqa: F401
+def _prefetch_quietly(settings: LlmSettings | None) -> None:
+    # a broken install or a refused setting is reported by LlmClient, on the caller's thread
+    with contextlib.suppress(Exception):
+        import openai
+
+        if settings is None or not settings.ready:
+            return
+        client = _new_sdk_client(openai, settings)
+        _ = client.chat.completions.with_streaming_response  # imports the chat resource
+        for name in _FIRST_REQUEST_MODULES:
+            with contextlib.suppress(ImportError):
+                importlib.import_module(name)
+        with _made_ahead_lock:
+            _made_ahead[_client_key(settings)] = client
 
 
 def _sdk():
@@ -319,6 +342,33 @@ def _sdk():
     import openai
 
     return openai
+
+
+def _client_key(settings: LlmSettings) -> tuple:
+    return (
+        settings.api_key,
+        settings.base_url,
+        settings.timeout_s,
+        tuple(sorted(settings.extra_headers.items())),
+    )
+
+
+def _new_sdk_client(openai, settings: LlmSettings):
+    return openai.AsyncOpenAI(
+        # local servers take any key; the SDK insists on one
+        api_key=settings.api_key or "no-key",
+        base_url=settings.base_url,
+        timeout=settings.timeout_s,
+        max_retries=0,  # retried here, with each wait reported as progress
+        default_headers=dict(settings.extra_headers) or None,
+    )
+
+
+def _sdk_client(openai, settings: LlmSettings):
+    """The SDK client for these settings: the one prefetch_sdk made for them, else a new one."""
+    with _made_ahead_lock:
+        made = _made_ahead.pop(_client_key(settings), None)
+    return made if made is not None else _new_sdk_client(openai, settings)
 
 
 class LlmClient:
@@ -342,14 +392,7 @@ class LlmClient:
         )
         for value in settings.extra_headers.values():
             remember_secret(value)  # header values are scrubbed like the key
-        self._client = openai.AsyncOpenAI(
-            # local servers take any key; the SDK insists on one
-            api_key=settings.api_key or "no-key",
-            base_url=settings.base_url,
-            timeout=settings.timeout_s,
-            max_retries=0,  # retried here, with each wait reported as progress
-            default_headers=dict(settings.extra_headers) or None,
-        )
+        self._client = _sdk_client(openai, settings)
 
     async def aclose(self) -> None:
         await self._client.close()
