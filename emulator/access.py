@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import errors as E
+from .memory import BASE, run_start
 from .state import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
 
 
@@ -78,6 +79,29 @@ def check_global(w, addr, size, pc, threads, access: str) -> np.ndarray | None:
     return bad
 
 
+COALESCED_MIN = 64  # fewer lanes: the general path costs no more
+
+
+def _coalesced(w, addr, size: int, n: int, lanes_: int, write: bool = False) -> int | None:
+    """The start address of a global access whose lanes touch consecutive ``size * n``-byte
+    slots in lane order, aligned to the access, inside one live allocation and (for a read)
+    all written: the access ``check_global`` and the initcheck would pass lane by lane, done
+    as one slice. None otherwise (the general path checks and reports each lane)."""
+    if lanes_ < COALESCED_MIN or n not in (1, 2, 4) or addr.ndim != 1:
+        return None
+    step = size * n
+    start = run_start(addr, step)
+    if start is None or start % step:
+        return None
+    mem = w.memory
+    nbytes = step * lanes_
+    if start < BASE or start + nbytes - BASE > mem.data.size or not mem.run_inside(start, nbytes):
+        return None
+    if not write and mem.run_unwritten(start, nbytes):
+        return None
+    return start
+
+
 def shared_describe(w):
     layout = w.launch.shared_vars  # [(name, offset, size)]
     S = w.shared_size
@@ -136,8 +160,17 @@ def load(w, space: str, addr, dt, n: int, sel, pc: int) -> list[np.ndarray]:
             return out
         space = "global"
     if space in ("global", "const"):
-        bad = check_global(w, addr, size * n if n in (2, 4, 8) else size, pc, threads, "read")
         mem = w.memory
+        fast = _coalesced(w, addr, size, n, threads.size)
+        if fast is not None:
+            # consecutive lanes read consecutive, aligned, in-bounds, written bytes (checked in
+            # _coalesced): none of the checks below could fire; one slice copy replaces the gather
+            flat = mem.view(fast, size * n * threads.size).view(dt).copy()
+            if n == 1:
+                return [flat]
+            rows = flat.reshape(-1, n)
+            return [rows[:, k] for k in range(n)]
+        bad = check_global(w, addr, size * n if n in (2, 4, 8) else size, pc, threads, "read")
         good_addr = addr if bad is None else addr[~bad]
         unw = mem.unwritten_lanes(good_addr, size * n)
         if unw is not None:
@@ -251,6 +284,15 @@ def store(w, space: str, addr, values: list, sel, pc: int) -> None:
     if w.hooks is not None:
         w.hooks.write(space, addr, size * n, threads)
     if space in ("global", "const"):
+        fast = _coalesced(w, addr, size, n, threads.size, write=True)
+        if fast is not None:  # as in load: consecutive, aligned, in bounds; one slice write
+            mem = w.memory
+            nbytes = size * n * threads.size
+            dst = mem.view(fast, nbytes).view(dt).reshape(-1, n)
+            for k in range(n):
+                dst[:, k] = vals[k]
+            mem._clear_unwritten(fast - BASE, nbytes)
+            return
         bad = check_global(w, addr, size * n if n in (2, 4, 8) else size, pc, threads, "write")
         if bad is not None:
             good = ~bad
@@ -299,7 +341,6 @@ def resolve_flat(w, space, addr, size, sel, pc, access):
         bad = check_global(w, addr, size, pc, threads, access)
         good = np.ones(threads.size, bool) if bad is None else ~bad
         w.memory.wrote(addr[good], size)
-        from .memory import BASE
 
         return w.memory.data, addr.astype(np.int64) - BASE, threads, good, space
     area, limit = _area(w, space)

@@ -76,9 +76,17 @@ class Refused(CudaError):
         super().__init__("load", "EMULATOR_REFUSED", self.summary)
 
 
+# The device's global memory is reserved at this size up front (numpy's zeros: calloc, so only
+# the pages a test touches are ever mapped) instead of growing by copies: a 2^24-element test
+# moves ~0.5 GB through it, and every growth copied and re-faulted all of it. Past this it
+# still grows as before.
+MEMORY_RESERVE = 1 << 32
+
+
 class _Device:
     def __init__(self):
-        self.memory = emu.Memory()
+        _tune_process()
+        self.memory = emu.Memory(capacity=_reserve())
         self.findings: list[dict] = []
         self.budget = DEFAULT_BUDGET
         self.budget_seconds = DEFAULT_HANG_SECONDS
@@ -90,6 +98,48 @@ class _Device:
 
 
 _dev: _Device | None = None
+_tuned = False
+
+
+def _tune_process() -> None:
+    """Allocator settings for the worker process that runs the emulated device (nothing else
+    runs there). Every instruction of a wave (up to 270,336 threads) makes arrays of megabytes; by default
+    glibc gives such blocks back to the kernel when freed and numpy asks for transparent huge
+    pages, so each new array was page-faulted in again (with compaction stalls): on the 2-core
+    machine a 2^24-element vec_add spent more system than user time. Keeping freed blocks in the
+    heap (mmap threshold and trim threshold raised) and plain pages makes them reusable."""
+    global _tuned
+    if _tuned:
+        return
+    _tuned = True
+    try:
+        import ctypes
+        import ctypes.util
+
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's mallopt parameters
+        libc.mallopt(m_mmap_threshold, 1 << 30)
+        libc.mallopt(m_trim_threshold, 1 << 30)  # a C int
+    except (OSError, AttributeError):  # not glibc: the defaults stay
+        pass
+    try:
+        import importlib
+
+        importlib.import_module("numpy._core.multiarray")._set_madvise_hugepage(False)
+    except (ImportError, AttributeError):  # another numpy layout: its default stays
+        pass
+
+
+def _reserve() -> int:
+    """MEMORY_RESERVE, or less where the machine has less memory (calloc of more than it has
+    would be refused under the kernel's overcommit heuristics)."""
+    try:
+        import os
+
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 20
+    return max(1 << 20, min(MEMORY_RESERVE, total // 4))
 
 
 def _device() -> _Device:
@@ -140,11 +190,34 @@ def reset() -> None:
 # -- modules -------------------------------------------------------------------------------
 
 
+# Decoded modules by their PTX text: the CLI sends each size of a test as its own request, each
+# loading the kernel and its reference again (hgemm_mma's two modules took 0.12 s a load).
+_MODULES: dict[str, emu.EmuModule] = {}
+MODULE_CACHE = 8
+
+
+def _decoded(ptx: str, memory: emu.Memory) -> emu.EmuModule:
+    mod = _MODULES.pop(ptx, None)
+    if mod is not None and mod.bound_to(memory):
+        # loaded twice into one device memory (a kernel that is its own reference): a module
+        # of its own, with its own .global variables, as a second cuModuleLoad gives
+        _MODULES[ptx] = mod
+        return emu.load(ptx)
+    if mod is None:
+        mod = emu.load(ptx)  # raises Refused: a refusal is not cached
+    else:
+        mod.forget_memories()  # bound to an earlier request's device memory
+    _MODULES[ptx] = mod  # most recent last
+    while len(_MODULES) > MODULE_CACHE:
+        _MODULES.pop(next(iter(_MODULES)))
+    return mod
+
+
 class Module:
     def __init__(self, ptx: str):
         dev = _device()
         try:
-            self.emu = emu.load(ptx)
+            self.emu = _decoded(ptx, dev.memory)
         except emu.Refused as e:
             raise Refused(e) from None
         self.emu.bind(dev.memory)  # its .global variables, initialised, in the device's memory

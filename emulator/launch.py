@@ -2,7 +2,7 @@
 set of numpy arrays); ``Execution`` is the same run, steppable, for a debugger.
 
 Waves: blocks become resident in launch order, as many as fit a thread budget per wave (the
-register arrays of 2^20 threads), and a wave runs to completion before the next one starts. A
+register arrays of 132 x 2048 threads, what an H200 keeps resident), and a wave runs to completion before the next one starts. A
 block can therefore wait on any block launched before it in the same or an earlier wave — what
 the decoupled look-back scan relies on (its tiles are taken in launch order by a ticket)."""
 
@@ -20,7 +20,11 @@ from .module import EmuModule
 from .simt import Scheduler
 from .state import Wave
 
-MAX_WAVE_THREADS = 1 << 20
+# As many threads as an H200 keeps resident (132 SMs x 2048): blocks that a GPU runs side by
+# side (a grid-wide flag wait among co-resident blocks) share a wave. More per wave cost more:
+# a wave's registers are arrays of this many elements, and at 2^20 (8 MB per 64-bit register)
+# every instruction ran from main memory instead of the cache (2x slower per element).
+MAX_WAVE_THREADS = 132 * 2048
 
 
 def _dim3(v) -> tuple[int, int, int]:

@@ -29,7 +29,24 @@ def _index(addr: np.ndarray, size: int) -> np.ndarray:
     """Element index of aligned addresses in the byte array viewed as size-byte elements
     (a shift: sizes are powers of two); int64, numpy's native index type."""
     off = addr.view(np.int64) - BASE if addr.dtype == np.uint64 else addr.astype(np.int64) - BASE
-    return off >> (size.bit_length() - 1)
+    off >>= size.bit_length() - 1  # in place: one temporary, not two
+    return off
+
+
+def run_start(addr: np.ndarray, step: int) -> int | None:
+    """The first address when the lanes' addresses are consecutive ``step``-byte slots in lane
+    order (addr[k] == addr[0] + k * step: a coalesced access, vec_add's every load and store),
+    else None. Such an access is a slice of the byte array: no index arrays, no gather."""
+    n = addr.size
+    if n < 2 or addr.ndim != 1:
+        return None
+    a0 = int(addr[0])
+    if int(addr[-1]) - a0 != (n - 1) * step:
+        return None
+    d = np.subtract(addr[1:], addr[:-1])
+    if not (d == np.uint64(step)).all():
+        return None
+    return a0
 
 
 class Memory:
@@ -43,6 +60,9 @@ class Memory:
         self._starts: list[int] = []
         self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.unwritten: np.ndarray | None = None  # per byte, only once something is tracked
+        # the byte ranges ever marked unwritten: clearing a write's flags touches only these
+        # (an input's upload must not page in a flag array as large as the input)
+        self._marked: list[tuple[int, int]] = []
 
     def mark_unwritten(self, addr: int, n: int) -> None:
         """Bytes no one has written yet: reading them before a write is a finding."""
@@ -50,6 +70,17 @@ class Memory:
             self.unwritten = np.zeros(self.data.size, dtype=bool)
         off = self._offset(addr, n)
         self.unwritten[off : off + n] = True
+        if n and not any(lo <= off and off + n <= hi for lo, hi in self._marked):
+            self._marked.append((off, off + n))
+
+    def _clear_unwritten(self, off: int, n: int) -> None:
+        """The bytes [off, off+n) are written: cleared where they were ever marked."""
+        if self.unwritten is None:
+            return
+        for lo, hi in self._marked:
+            a, b = max(lo, off), min(hi, off + n)
+            if a < b:
+                self.unwritten[a:b] = False
 
     # ---- host side
 
@@ -107,8 +138,7 @@ class Memory:
         )
         off = self._offset(addr, buf.size)
         self.data[off : off + buf.size] = buf
-        if self.unwritten is not None:
-            self.unwritten[off : off + buf.size] = False
+        self._clear_unwritten(off, buf.size)
 
     def read(self, addr: int, n: int) -> bytes:
         off = self._offset(addr, n)
@@ -122,8 +152,7 @@ class Memory:
     def memset(self, addr: int, value: int, n: int) -> None:
         off = self._offset(addr, n)
         self.data[off : off + n] = value & 0xFF
-        if self.unwritten is not None:
-            self.unwritten[off : off + n] = False
+        self._clear_unwritten(off, n)
 
     def _unwritten_words(self, size: int):
         """The per-byte 'unwritten' flags viewed as one word per aligned size-byte access
@@ -184,6 +213,21 @@ class Memory:
             live = np.array([a.live for a in self.allocs], dtype=bool)
             self._arrays = (starts, ends, live)
         return self._arrays
+
+    def run_inside(self, start: int, nbytes: int) -> bool:
+        """[start, start+nbytes) lies in one live allocation."""
+        a = self.allocation_at(start)
+        return a is not None and a.live and start + nbytes <= a.addr + a.nbytes
+
+    def run_unwritten(self, start: int, nbytes: int) -> bool:
+        if self.unwritten is None:
+            return False
+        off = start - BASE
+        return any(
+            self.unwritten[max(lo, off) : min(hi, off + nbytes)].any()
+            for lo, hi in self._marked
+            if lo < off + nbytes and off < hi
+        )
 
     def bad_lanes(self, addr: np.ndarray, size: int) -> np.ndarray | None:
         """Which lanes' accesses [addr, addr+size) are not inside one live allocation; None

@@ -148,6 +148,16 @@ class EmuModule:
         self._bound_memories.append(memory)
         return addrs
 
+    def bound_to(self, memory: Memory) -> bool:
+        return any(m is memory for m in self._bound_memories)
+
+    def forget_memories(self) -> None:
+        """Drop the bindings to memories other than the module's own (a module decoded once and
+        run again on a new device memory must not keep the old ones alive)."""
+        own = self._bound.get(id(self.memory))
+        self._bound = {id(self.memory): own} if own is not None else {}
+        self._bound_memories = [self.memory]
+
     def global_address(self, name: str, memory: Memory | None = None) -> int:
         addrs = self.bind(memory or self.memory)
         if name not in addrs:

@@ -41,18 +41,18 @@ def _ldmatrix(w, ins, sel, pc):
         refuse(ins, "ldmatrix run by a partial warp")
     _sp, addr = _space_and_addr(w, ins, ins.operands[1], "shared", sel)
     addr = np.broadcast_to(np.asarray(addr, np.uint64), idx.shape)
-    # lane 8*i + r gives the address of row r of matrix i; each row is 8 b16 values (16 bytes)
-    row_addr = addr.reshape(-1, 32)  # [warps, 32]
+    # lane 8*i + r gives the address of row r of matrix i; each row is 8 b16 values (16 bytes),
+    # read as 4 words: one load per word over every warp's address lanes (not one per row)
     nw = rows.shape[0]
+    k = 8 * nmat
+    lanes_sel = rows[:, :k].reshape(-1)  # sorted: warps in order, lanes ascending
+    a = addr.reshape(-1, 32)[:, :k].reshape(-1)
     mats = np.zeros((nw, nmat, 8, 8), dtype=np.uint16)
-    for i in range(nmat):
-        for r in range(8):
-            lanes_sel = rows[:, 8 * i + r]
-            a = row_addr[:, 8 * i + r]
-            for c in range(4):
-                v = load(w, "shared", a + np.uint64(4 * c), np.uint32, 1, lanes_sel, pc)[0]
-                mats[:, i, r, 2 * c] = (v & 0xFFFF).astype(np.uint16)
-                mats[:, i, r, 2 * c + 1] = (v >> 16).astype(np.uint16)
+    for c in range(4):
+        v = load(w, "shared", a + np.uint64(4 * c), np.uint32, 1, lanes_sel, pc)[0]
+        v = v.reshape(nw, nmat, 8)
+        mats[:, :, :, 2 * c] = (v & 0xFFFF).astype(np.uint16)
+        mats[:, :, :, 2 * c + 1] = (v >> 16).astype(np.uint16)
     if trans:
         mats = mats.transpose(0, 1, 3, 2)
     lane = np.arange(32)
