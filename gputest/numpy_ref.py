@@ -274,7 +274,8 @@ class _Evaluator:
     def _UnaryOp(self, node: ast.UnaryOp):
         v = self.expr(node.operand)
         _operand(self, v)
-        return UNARY[type(node.op)](v)
+        par = parallel.elementwise(UNARY[type(node.op)], v)  # a benchmark size: every core
+        return par if par is not None else UNARY[type(node.op)](v)
 
     def _BinOp(self, node: ast.BinOp):
         return self.binop(node.op, self.expr(node.left), self.expr(node.right))
@@ -295,6 +296,10 @@ class _Evaluator:
         shift = kind in (ast.LShift, ast.RShift) and _pyint(a) and _pyint(b)
         if shift and (b < 0 or (kind is ast.LShift and b + abs(a).bit_length() > MAX_INT_BITS)):
             raise self.fail(f"shift {a} by {b} is out of range")
+        if kind is not ast.MatMult:  # element-wise: a benchmark size runs on every core
+            par = parallel.elementwise(BINOPS[kind], a, b)
+            if par is not None:
+                return par
         return BINOPS[kind](a, b)
 
     def _Compare(self, node: ast.Compare):
