@@ -70,7 +70,7 @@ def _targets(args) -> list[tuple[str, str | None]] | str:
 
 async def _bench(args, targets, sizes):
     from ptxls.gputest.api import gpu_available
-    from ptxls.gputest.bench import bench_file
+    from ptxls.gputest.bench import bench_file, prepare_library
     from ptxls.gputest.supervisor import shared_supervisor
 
     def progress(msg: str) -> None:
@@ -81,6 +81,9 @@ async def _bench(args, targets, sizes):
         ok, why = await gpu_available()
         if not ok:
             return None, why
+        if len(targets) > 1:  # every ptxas and nvcc build at once, before the first kernel
+            progress("building every kernel and its nvcc baseline")
+            await prepare_library(sorted({path for path, _ in targets}))
         rows = []
         for path, kernel in targets:
             progress(f"{kernel or path}")

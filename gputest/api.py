@@ -261,12 +261,18 @@ async def _run(
     if opts.device == "cpu":
         await run_on_emulator(plan, report)
         return report
-    if opts.device == "auto":
+    if opts.device == "auto" and (sup.device or sup.no_device):
         ok, why = await gpu_available(sup)
         if not ok:
             await run_on_emulator(plan, report, why)
             return report
+    # Nothing known of the device yet (a new worker): the builds start beside its start-up in
+    # _build_on_device instead of after it; without a GPU they are cancelled.
     on_device = await _build_on_device(plan, sup, report)
+    if on_device is None and opts.device == "auto" and report.status == NO_GPU:
+        why, report.status, report.summary, report.seed = report.summary, ERROR, "", plan.seed
+        await run_on_emulator(plan, report, why)
+        return report
     if on_device is None:
         return report
     built, target = on_device

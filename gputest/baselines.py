@@ -10,7 +10,9 @@ run without torch, and importing it costs seconds.
 
 from __future__ import annotations
 
+import contextlib
 import statistics
+import threading
 
 import numpy as np
 
@@ -113,6 +115,23 @@ def time_torch(torch_spec: dict, spec, host_inputs: dict, env: dict, expected: d
         return {"torch_error": f"{type(e).__name__}: {e}"}
 
 
+_PRELOAD: threading.Thread | None = None
+
+
+def preload() -> None:
+    """Start importing torch on a thread (seconds), while the request's inputs, reference and
+    checks run; ``time_torch``'s own import then waits for it (Python's import lock)."""
+    global _PRELOAD
+    if _PRELOAD is None:
+
+        def load() -> None:
+            with contextlib.suppress(Exception):
+                import torch  # noqa: F401
+
+        _PRELOAD = threading.Thread(target=load, name="torch-import", daemon=True)
+        _PRELOAD.start()
+
+
 def _check(out, spec, expected: dict) -> str:
     """Whether torch computed what the numpy reference says (loose: torch may use other
     algorithms and precisions; this catches a wrong op or shape, not rounding)."""
@@ -120,9 +139,27 @@ def _check(out, spec, expected: dict) -> str:
     if not outs or outs[0].name not in expected:
         return "not checked"
     p = outs[0]
-    want = to_float64(DTYPES[p.dtype], expected[p.name]).reshape(-1)
     import torch
 
+    if DTYPES[p.dtype].decode is None or p.dtype == "bf16":
+        # On the GPU: the reference uploaded in its storage type, both sides widened to float64
+        # there, only the two maxima come back (a 2^28-element result took seconds on the host).
+        with contextlib.suppress(RuntimeError, TypeError):
+            want_t = _tensor(torch, p.dtype, expected[p.name]).reshape(-1).to(torch.float64)
+            got_t = out.detach().reshape(-1).to(torch.float64)
+            if got_t.shape != want_t.shape:
+                return (f"shape differs: torch {got_t.shape[0]} elements, reference "
+                        f"{want_t.shape[0]}")  # fmt: skip
+            if not want_t.numel():
+                return "ok"
+            scale = max(float(want_t.abs().max()), 1e-30)
+            err = float((got_t - want_t).abs().max()) / scale
+            return (
+                "ok"
+                if err <= 2e-2
+                else f"differs from the reference (max error {err:.1e} of max |ref|)"
+            )
+    want = to_float64(DTYPES[p.dtype], expected[p.name]).reshape(-1)
     got = out.detach().reshape(-1).to(torch.float64).cpu().numpy()
     if got.shape != want.shape:
         return f"shape differs: torch {got.shape[0]} elements, reference {want.shape[0]}"

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ptxls.frontend.ptx import find_entries
+from ptxls.frontend.ptx import find_entries, ptx_target
 
 from .api import run_gpu_test, spec_for_ptx
 from .library_spec import library_resolution, spec_json_beside
@@ -70,6 +70,37 @@ def library_kernels(root: Path | None = None) -> dict[str, Path]:
         for d in sorted(root.iterdir())
         if (d / "kernel.ptx").is_file() and (d / "spec.json").is_file()
     }
+
+
+async def prepare_library(paths: list[str], supervisor=None) -> int:
+    """Every build the benchmark of ``paths`` needs (ptxas for each kernel, nvcc for each
+    library reference), all at once before the first kernel runs: the GPU host's cores compile
+    side by side, and each test then finds its builds in build.py's cache (keyed by source
+    hash, arch and tool, exactly as the test asks). Returns how many builds ran; 0 without a
+    GPU (the tests say why)."""
+    import asyncio
+
+    from . import build
+    from .api import _arch_for, gpu_available
+    from .supervisor import shared_supervisor
+
+    sup = supervisor or shared_supervisor()
+    ok, _ = await gpu_available(sup)
+    if not ok:
+        return 0
+    device_arch = (sup.device or {}).get("arch", "sm_90")
+    jobs = []
+    for path in paths:
+        text = Path(path).read_text(errors="replace")
+        target = _arch_for(ptx_target(text), device_arch)
+        jobs.append(build.assemble_ptx(text, target))
+        beside = spec_json_beside(path)
+        for entry in find_entries(text) if beside is not None else []:
+            res = library_resolution(text, entry.name, beside, explicit=False)
+            if res is not None and res.reference_source:
+                jobs.append(build.compile_cuda(res.reference_source, entry.name, target))
+    await asyncio.gather(*jobs)
+    return len(jobs)
 
 
 def bench_sizes(ptx_text: str, kernel: str, ptx_path: str, spec_path: str | None) -> list[int]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import parallel
 from .dtypes import DType, to_float64
 
 MAX_SHOWN = 5
@@ -91,38 +92,55 @@ def compare(
     if total == 0:
         return result
     got_bits, exp_bits = as_bits(got_raw), as_bits(expected_raw)
-    differ = np.flatnonzero(got_bits != exp_bits)
-    if len(differ) == 0:
+    # From parallel.PARALLEL_MIN elements on, every step below runs over fixed chunks on threads
+    # (element-wise, so the result is the one-call result; first_wrong keeps index order).
+    spans = parallel.spans(total)
+    differs = parallel.map_spans(lambda s: np.flatnonzero(got_bits[s] != exp_bits[s]), spans)
+    if not any(len(d) for d in differs):
         # Every bit equals the reference's: right, max error 0, and not degenerate (an output
         # equal to the reference is all zeros or constant only where the reference is too).
         return result
     pbits = as_bits(poison_raw)  # one element (the pattern) or one per element
-    unwritten_all = got_bits[differ] == (pbits[0] if len(pbits) == 1 else pbits[differ])
+    floor = 0.0
+    tol = (dt.rtol if rtol is None else rtol) if dt.is_float else 0.0
     if dt.is_float:
-        tol = dt.rtol if rtol is None else rtol
-        exp_d = to_float64(dt, expected_raw[differ])
-        got_d = to_float64(dt, got_raw[differ])
-        floor = max(_max_abs_finite(dt, expected_raw) * 1e-3, np.finfo(np.float64).tiny)
-        with np.errstate(invalid="ignore", over="ignore"):
-            err = np.abs(got_d - exp_d) / np.maximum(np.abs(exp_d), floor)
-        # Bits differ but values agree: NaN payloads, +0 vs -0, equal infinities.
-        err[(np.isnan(exp_d) & np.isnan(got_d)) | (got_d == exp_d)] = 0.0
-        err[np.isnan(err)] = np.inf
-        bad_mask = (err > tol) | unwritten_all
-    else:
-        exp_d = to_float64(dt, expected_raw[differ])
-        got_d = to_float64(dt, got_raw[differ])
-        with np.errstate(invalid="ignore", divide="ignore"):
-            err = np.abs(got_d - exp_d) / np.maximum(np.abs(exp_d), 1.0)
-        bad_mask = np.ones(len(differ), dtype=bool)
-    result.max_rel_err = float(err.max()) if len(err) else 0.0
-    bad = differ[bad_mask]
-    result.wrong = len(bad)
-    result.unwritten = int((unwritten_all & bad_mask).sum())
-    for k in np.flatnonzero(bad_mask)[:MAX_SHOWN]:
-        result.first_wrong.append(
-            Mismatch(int(differ[k]), float(exp_d[k]), float(got_d[k]), bool(unwritten_all[k]))
-        )
+        biggest = max(parallel.map_spans(lambda s: _max_abs_finite(dt, expected_raw[s]), spans))
+        floor = max(biggest * 1e-3, np.finfo(np.float64).tiny)
+
+    def measure(k: int) -> tuple[float, int, int, list[Mismatch]]:
+        s, differ = spans[k], differs[k]
+        if not len(differ):
+            return 0.0, 0, 0, []
+        exp_part, got_part = expected_raw[s], got_raw[s]
+        unwritten_all = got_bits[s][differ] == (pbits[0] if len(pbits) == 1 else pbits[s][differ])
+        exp_d = to_float64(dt, exp_part[differ])
+        got_d = to_float64(dt, got_part[differ])
+        if dt.is_float:
+            with np.errstate(invalid="ignore", over="ignore"):
+                err = np.abs(got_d - exp_d) / np.maximum(np.abs(exp_d), floor)
+            # Bits differ but values agree: NaN payloads, +0 vs -0, equal infinities.
+            err[(np.isnan(exp_d) & np.isnan(got_d)) | (got_d == exp_d)] = 0.0
+            err[np.isnan(err)] = np.inf
+            bad_mask = (err > tol) | unwritten_all
+        else:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                err = np.abs(got_d - exp_d) / np.maximum(np.abs(exp_d), 1.0)
+            bad_mask = np.ones(len(differ), dtype=bool)
+        shown = [
+            Mismatch(int(differ[i]) + s.start, float(exp_d[i]), float(got_d[i]),
+                     bool(unwritten_all[i]))
+            for i in np.flatnonzero(bad_mask)[:MAX_SHOWN]
+        ]  # fmt: skip
+        return (float(err.max()) if len(err) else 0.0, int(bad_mask.sum()),
+                int((unwritten_all & bad_mask).sum()), shown)  # fmt: skip
+
+    parts = parallel.map_spans(
+        lambda s: measure(s.start), [slice(k, k + 1) for k in range(len(spans))]
+    )
+    result.max_rel_err = max(p[0] for p in parts)
+    result.wrong = sum(p[1] for p in parts)
+    result.unwritten = sum(p[2] for p in parts)
+    result.first_wrong = [m for p in parts for m in p[3]][:MAX_SHOWN]
     result.guard = degenerate(dt, expected_raw, got_raw) if total > 1 else ""
     return result
 
@@ -139,9 +157,14 @@ def degenerate(dt: DType, exp_raw: np.ndarray, got_raw: np.ndarray) -> str:
     (bitwise, so a NaN-filled output counts as constant)."""
     got, exp = as_bits(got_raw), as_bits(exp_raw)
     zero_bits = as_bits(np.zeros(1, dtype=got_raw.dtype))[0]
-    if np.all(got == zero_bits) and not np.all(exp == zero_bits):
+    spans = parallel.spans(len(got))
+
+    def every(a: np.ndarray, value) -> bool:
+        return all(parallel.map_spans(lambda s: bool(np.all(a[s] == value)), spans))
+
+    if every(got, zero_bits) and not every(exp, zero_bits):
         return "all zeros"
-    if np.all(got == got[0]) and not np.all(exp == exp[0]):
+    if every(got, got[0]) and not every(exp, exp[0]):
         return f"constant ({_fmt(float(to_float64(dt, got_raw[:1])[0]))})"
     return ""
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import exprs, numpy_ref
+from . import exprs, numpy_ref, parallel
 from .compare import changed, compare
 from .dtypes import DTYPES, DType, from_float64, poison, random_values, to_float64
 from .launch import launch_dims, scalar_env
@@ -293,6 +293,10 @@ class Harness:
         do_time = bool(req.get("time", True)) and getattr(self.cd, "HAS_CLOCK", True)
         ceiling = self.measure_copy_ceiling() if do_time else None
         self.state, self.baseline_fn, self.torch = state, baseline_fn, req.get("torch")
+        if self.torch and do_time:
+            from .baselines import preload
+
+            preload()  # torch imports while the cases' inputs, reference and checks run
         for i, n in enumerate(spec.sizes):
             run = CaseRun(spec, kernel_fn, ref, ref_fn, n, seed + i, i, do_time, ceiling)
             case = self.run_case(run)
@@ -794,7 +798,19 @@ def _inputs(p: ParamSpec, length: int, rng: np.random.Generator) -> np.ndarray:
     if p.range and not dt.is_float:
         info = np.iinfo(dt.storage)
         lo, hi = max(int(p.range[0]), info.min), min(int(p.range[1]), info.max)
-        return rng.integers(lo, hi, length, endpoint=True).astype(dt.storage)
+        if length < parallel.PARALLEL_MIN:
+            return rng.integers(lo, hi, length, endpoint=True).astype(dt.storage)
+        # A benchmark size: drawn in fixed chunks on threads, each chunk's generator seeded by
+        # (one number from the case's generator, the chunk's start), like dtypes.random_values for
+        # floats: the values depend on the seed alone.
+        base, v = int(rng.integers(2**63)), np.empty(length, dt.storage)
+
+        def fill(s: slice) -> None:
+            gen = np.random.default_rng([base, s.start])
+            v[s] = gen.integers(lo, hi, s.stop - s.start, endpoint=True, dtype=dt.storage)
+
+        parallel.map_spans(fill, parallel.chunks(length))
+        return v
     return random_values(dt, length, rng)
 
 
@@ -858,7 +874,7 @@ def numpy_reference(
         if p.is_pointer:
             dt = DTYPES[p.dtype]
             names[p.name] = (
-                to_float64(dt, host_inputs[p.name])
+                _on_cores(lambda raw, dt=dt: to_float64(dt, raw), host_inputs[p.name])
                 if p.name in host_inputs
                 else np.zeros(lengths[p.name])
             )
@@ -873,5 +889,13 @@ def numpy_reference(
                 raise ValueError(f"the reference '{expr}' does not assign output '{p.name}'")
             dt = DTYPES[p.dtype]
             values = np.broadcast_to(np.asarray(out[p.name], dtype=np.float64), (lengths[p.name],))
-            result[p.name] = from_float64(dt, np.ascontiguousarray(values))
+            result[p.name] = _on_cores(
+                lambda v, dt=dt: from_float64(dt, v), np.ascontiguousarray(values)
+            )
     return result
+
+
+def _on_cores(convert: Callable[[np.ndarray], np.ndarray], raw: np.ndarray) -> np.ndarray:
+    """An element-wise conversion, chunked over threads at benchmark sizes (gputest/parallel.py)."""
+    par = parallel.elementwise(convert, raw)
+    return par if par is not None else convert(raw)
