@@ -47,8 +47,10 @@ BENCHMARKS = [
               "the PTX readers' time before and after the one front end"),
     Benchmark("fuzz-server", "python bench/fuzz_server.py",
               "one server process against damaged buffers and malformed messages"),
-    Benchmark("rooms", "python bench/room_map.py --json",
-              "files and lines per room and the import arrows between rooms"),
+    Benchmark("rooms", "python bench/room_map.py --json; python bench/lowering_walk.py "
+              "[--root CHECKOUT] --save walk-after",
+              "files and lines per room, the import arrows between rooms, and the walk of the "
+              "lowering path's static call graph (files, rooms, hops between rooms)"),
     Benchmark("lowering-overhead", "python bench/lowering_overhead.py",
               "the lowering loop's own time per round, the model answering at once"),
     Benchmark("lowering-request-size", "python bench/lowering_request_size.py",
