@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ptxls import emulator
+from ptxls.frontend.languages import CUDA, language_of
 from ptxls.gputest.compare import compare
 from ptxls.gputest.dtypes import DTYPES, poison
 from ptxls.gputest.harness import numpy_reference
@@ -125,7 +126,7 @@ def first_wrong(program: str, kernel: str | None, n: int | None, seed: int | Non
         expected = numpy_reference(spec, case.host_inputs, case.lengths, case.env, spec.numpy_ref)
     else:
         ref_path = getattr(case.resolution, "reference_path", None)
-        if not ref_path or not str(ref_path).endswith(".cu"):
+        if not ref_path or language_of(str(ref_path)) != CUDA:
             raise CaseError(f"{spec.kernel}: no reference to compare with on the CPU (a numpy "
                             "ref: or a paired .cu; a Triton kernel's reference runs on a GPU)")  # fmt: skip
         ref = build_case(ref_path, spec.kernel, case.n, case.seed)
