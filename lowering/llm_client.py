@@ -323,6 +323,8 @@ def prefetch_sdk(settings: LlmSettings | None = None) -> None:
 def _prefetch_quietly(settings: LlmSettings | None) -> None:
     # a broken install or a refused setting is reported by LlmClient, on the caller's thread
     with contextlib.suppress(Exception):
+        import platform
+
         import openai
 
         if settings is None or not settings.ready:
@@ -332,6 +334,9 @@ def _prefetch_quietly(settings: LlmSettings | None) -> None:
         for name in _FIRST_REQUEST_MODULES:
             with contextlib.suppress(ImportError):
                 importlib.import_module(name)
+        # its platform headers: platform.platform() runs `uname -p` (a child process) and reads
+        # the interpreter for its libc; the standard library keeps the answer for the process
+        platform.platform()
         with _made_ahead_lock:
             _made_ahead[_client_key(settings)] = client
 
