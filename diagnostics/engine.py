@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncGenerator, Awaitable
 from dataclasses import dataclass, field
 
 from ptxls.frontend.ptx import PtxModule, parse_ptx, scan_header
@@ -262,7 +262,7 @@ def _start_lints(text: str) -> asyncio.Future:
 
 async def check_document(
     text: str, opts: DocumentCheckOptions | None = None
-) -> AsyncIterator[CheckStep]:
+) -> AsyncGenerator[CheckStep, None]:
     """The checks of one document, as they become known; the last step is ``final``.
 
     Binary or mis-decoded content gets one problem and no tool run. For PTX, when ptxas is

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from typing import TypedDict
 
 from .records import CATEGORIES, SampleRecord
 
@@ -45,6 +46,27 @@ def geomean(values: list[float]) -> float | None:
     return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
 
 
+# One task's scores in a row's summary ("per_task" of the results document); "pass@k" is keyed
+# by str(k), as JSON writes it.
+TaskScores = TypedDict(
+    "TaskScores",
+    {
+        "family": str,
+        "samples": int,
+        "passed": int,
+        "pass@k": dict[str, float],
+        "verified": dict[str, int],
+        "speedup": float | None,
+        "first_fast": bool,
+        "first_timed": bool,
+        "categories": dict[str, int],
+        "rounds": float | None,
+        "tokens": int,
+        "device": str,
+    },
+)
+
+
 def _row_summary(recs: list[SampleRecord], ks: tuple[int, ...], pricing: Pricing,
                  fast_margin: float) -> dict:  # fmt: skip
     by_task: dict[str, list[SampleRecord]] = defaultdict(list)
@@ -52,7 +74,7 @@ def _row_summary(recs: list[SampleRecord], ks: tuple[int, ...], pricing: Pricing
         by_task[r.task].append(r)
     n_min = min((len(v) for v in by_task.values()), default=0)
     usable_k = [k for k in ks if 1 <= k <= n_min]
-    tasks = {}
+    tasks: dict[str, TaskScores] = {}
     for name, rs in sorted(by_task.items()):
         rs.sort(key=lambda r: r.sample)
         n, c = len(rs), sum(r.passed for r in rs)

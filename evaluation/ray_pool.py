@@ -15,6 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ptxls.gputest.supervisor import Supervisor
 
 _ACTOR = None
 
@@ -27,7 +31,7 @@ def _actor_class(ray):
         class TestActor:
             def __init__(self, device: str):
                 self.device = device
-                self.sup = None
+                self.sup: Supervisor | None = None
 
             async def run(self, req: dict) -> dict:
                 from ptxls.gputest.supervisor import Supervisor

@@ -131,7 +131,7 @@ def task_table(summary: dict) -> str:
         cells += [
             _x(r["per_task"][t]["speedup"]) if t in r["per_task"] else "-" for r in summary.values()
         ]
-        cats = {}
+        cats: dict[str, int] = {}
         for r in summary.values():
             for c, n in (r["per_task"].get(t, {}).get("categories") or {}).items():
                 cats[c] = cats.get(c, 0) + n
@@ -159,7 +159,7 @@ def compare_table(runs: list[tuple[str, dict]]) -> str:
     rows = []
     for name, data in runs:
         summary = data.get("summary", {})
-        r = summary.get("llm") or next(iter(summary.values()), {})
+        r: dict = summary.get("llm") or next(iter(summary.values()), {})
         model = (data.get("config", {}).get("settings") or {}).get("model") or "-"
         rows.append([name, str(model), str(r.get("tasks", 0)), str(r.get("samples", 0))]
                     + [_pct(r.get("pass@k", {}).get(k)) for k in ks]

@@ -20,7 +20,9 @@ def results_document(run: RunDir, records: list[SampleRecord], info, *,
         "format": "ptxls-eval/1",
         "run_dir": str(run.path),
         "config": run.read_config() or {},
-        "info": dataclasses.asdict(info) if dataclasses.is_dataclass(info) else dict(info or {}),
+        "info": dataclasses.asdict(info)
+        if dataclasses.is_dataclass(info) and not isinstance(info, type)
+        else dict(info or {}),
         "machine": {
             "host": platform.node(),
             "python": platform.python_version(),

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ptxls.fewshot.retrieve import evaluating
 from ptxls.lowering import transcript as transcript_io
@@ -34,12 +35,19 @@ from .testing import (
     CompileOnlyPool,
     EvalVerifier,
     LocalTestPool,
+    WorkerPool,
     as_verify_result,
     device_option_supported,
     local_gpu_count,
     test_request,
 )
 from .verdict import failure_category, token_counts
+
+if TYPE_CHECKING:
+    from ptxls.lowering.nvcc_reference import NvccLowering
+    from ptxls.lowering.triton_reference import TritonLowering
+
+    from .clients import ReplayClient, SharedClient
 
 
 @dataclass
@@ -73,13 +81,13 @@ class RunInfo:
 Progress = Callable[[SampleRecord, int, int], None]  # record, done, total
 
 
-async def make_pool(opts: EvalOptions):
+async def make_pool(opts: EvalOptions) -> tuple[WorkerPool, str, str, list[str]]:
     """(pool, device value for the tests, "gpu"|"emulator"|"compile-only", notes)."""
     if opts.ray_address:
         from .ray_pool import RayTestPool
 
-        pool = await RayTestPool.start(opts.ray_address, opts.device, opts.test_workers)
-        return pool, pool.test_device, pool.kind, [pool.describe()]
+        ray_pool = await RayTestPool.start(opts.ray_address, opts.device, opts.test_workers)
+        return ray_pool, ray_pool.test_device, ray_pool.kind, [ray_pool.describe()]
     want = opts.device
     if want == "none":
         why = "compile-only was asked (--device none)"
@@ -121,8 +129,8 @@ class Runner:
         self.run = RunDir(opts.run_dir)
         self.progress = progress or (lambda _r, _d, _t: None)
         self.info = RunInfo()
-        self.pool = None
-        self.client = None
+        self.pool: WorkerPool | None = None  # made by execute()
+        self.client: SharedClient | None = None
         self.test_device = "auto"
 
     def jobs(self) -> list[tuple[Task, str, int]]:
@@ -237,9 +245,10 @@ class Runner:
                        arch=self.opts.arch,
                        describe=text.strip() if task.source_kind == "request" else None)  # fmt: skip
         spec = _task_spec(task) if self.opts.racecheck else None
+        assert self.pool is not None  # execute() made it before any job
         verifier = EvalVerifier(task, self.pool, device=self.test_device, sizes=self._sizes(task),
                                 timeout_s=self.opts.timeout_s, spec=spec)  # fmt: skip
-        client = self.client
+        client: SharedClient | ReplayClient | None = self.client
         if self.opts.replay_from is not None:
             client = self._replay_client(task, i, seed)
             if client is None:
@@ -265,9 +274,10 @@ class Runner:
         else:
             rec.category = failure_category(loop, outcome.message)
 
-    def _replay_client(self, task: Task, i: int, seed: int | None):
+    def _replay_client(self, task: Task, i: int, seed: int | None) -> ReplayClient | None:
         from .clients import ReplayClient
 
+        assert self.opts.replay_from is not None  # called only when replaying
         old = RunDir(self.opts.replay_from)
         path = old.record_path(task.name, "llm", i)
         try:
@@ -281,18 +291,21 @@ class Runner:
 
     async def _compiler_sample(self, task: Task, row: str, rec: SampleRecord) -> None:
         shared = 0
+        res: NvccLowering | TritonLowering
         if row == "nvcc":
             from ptxls.lowering.nvcc_reference import lower_with_nvcc
 
             ref = task.reference_cu
+            assert ref is not None  # jobs() gives the nvcc row only to a task with one
             res = await lower_with_nvcc(ref.read_text(encoding="utf-8"), file_path=str(ref),
                                         kernel=task.kernel, arch=self.opts.arch)  # fmt: skip
         else:
             from ptxls.lowering.triton_reference import lower_with_triton
 
-            res = await lower_with_triton(task.source_text(), file_path=str(task.source_path),
-                                          kernel=task.kernel, arch=self.opts.arch)  # fmt: skip
-            shared = int((getattr(res, "metadata", None) or {}).get("shared", 0) or 0)
+            triton = await lower_with_triton(task.source_text(), file_path=str(task.source_path),
+                                             kernel=task.kernel, arch=self.opts.arch)  # fmt: skip
+            shared = int((triton.metadata or {}).get("shared", 0) or 0)
+            res = triton
         if not res.ok:
             rec.category, rec.message = "ptxas-error", f"{row}: {res.message}"[:500]
             return
@@ -302,7 +315,8 @@ class Runner:
         rec.ptx = self.run.relative(ptx_path)
         req = test_request(task, res.ptx, device=self.test_device, sizes=self._sizes(task),
                            timeout_s=self.opts.timeout_s, shared=shared)  # fmt: skip
-        req["kernel"] = getattr(res, "entry", "") or task.kernel
+        req["kernel"] = res.entry or task.kernel
+        assert self.pool is not None  # execute() made it before any job
         v = as_verify_result(await self.pool.run(req))
         rec.rounds = 1
         rec.message = v.summary[:500]

@@ -20,10 +20,14 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ptxls.lowering.verify import GpuVerifier, VerifyResult
 
 from .suite import Task
+
+if TYPE_CHECKING:
+    from ptxls.gputest.build import Assembled
 
 DEFAULT_TEST_TIMEOUT_S = 10.0  # per launch, as `ptxls test`
 
@@ -178,6 +182,20 @@ def local_gpu_count() -> int:
     return sum(1 for line in out.splitlines() if line.startswith("GPU "))
 
 
+class WorkerPool(Protocol):
+    """Where the run's GPU tests go: ``LocalTestPool``, ``ray_pool.RayTestPool`` or
+    ``CompileOnlyPool``. ``run`` takes a ``test_request`` and answers the worker's reply."""
+
+    size: int
+    busy_s: float
+
+    async def run(self, req: dict[str, Any], assembled: Assembled | None = None) -> dict: ...
+
+    async def close(self) -> None: ...
+
+    def describe(self) -> str: ...
+
+
 class LocalTestPool:
     """Test workers on this machine: one per GPU (each sees only its own), or ``workers``
     emulator workers on the CPU. A test waits for a free worker; workers stay warm."""
@@ -238,7 +256,7 @@ class EvalVerifier(GpuVerifier):
 
     wants_cubin = True
 
-    def __init__(self, task: Task, pool, *, device: str, sizes: list[int] | None,
+    def __init__(self, task: Task, pool: WorkerPool, *, device: str, sizes: list[int] | None,
                  timeout_s: float, spec=None, seed: int | None = None):  # fmt: skip
         super().__init__(spec, {})
         self.task, self.pool, self.device = task, pool, device

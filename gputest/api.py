@@ -235,6 +235,7 @@ class _Plan:
             jobs = [build.assemble_ptx(text, target, ptxas=opts.ptxas)]
         if self.ref_kind == "cuda" or self.with_baseline:
             ref = self.resolution.reference_source
+            assert ref is not None  # _plan picks "cuda" and a baseline only with a source
             jobs.append(build.compile_cuda(ref, self.kernel, target, nvcc=opts.nvcc))
         return jobs
 
@@ -392,8 +393,9 @@ def _request(plan: _Plan, built: list, report: TestReport) -> dict | None:
         msg["baseline"] = {"name": rb.symbol, "cubin_path": rb.cubin_path}
         where = Path(plan.resolution.reference_path or "reference.cu").name
         report.reference += f"; timed against nvcc -O3 {where} ({rb.tool.split(' (')[0]})"
-    if plan.opts.torch_baseline and (plan.spec.bench or {}).get("torch"):
-        msg["torch"] = plan.spec.bench["torch"]
+    torch = (plan.spec.bench or {}).get("torch")
+    if plan.opts.torch_baseline and torch:
+        msg["torch"] = torch
     return msg
 
 
@@ -408,6 +410,7 @@ def _reference(plan: _Plan, built: list, report: TestReport) -> dict:
         return {"kind": "cuda", "name": rb.symbol, "cubin_path": rb.cubin_path}
     if plan.ref_kind == "triton":
         build = plan.opts.triton_reference
+        assert build is not None  # the kind "triton" comes from it (_plan)
         report.reference = f"the Triton kernel {build['kernel']}, launched by Triton"
         return {"kind": "triton", "build": build}
     if plan.ref_kind == "numpy":

@@ -95,7 +95,9 @@ async def prepare_library(paths: list[str], supervisor=None) -> int:
         target = _arch_for(ptx_target(text), device_arch)
         jobs.append(build.assemble_ptx(text, target))
         beside = spec_json_beside(path)
-        for entry in find_entries(text) if beside is not None else []:
+        if beside is None:
+            continue
+        for entry in find_entries(text):
             res = library_resolution(text, entry.name, beside, explicit=False)
             if res is not None and res.reference_source:
                 jobs.append(build.compile_cuda(res.reference_source, entry.name, target))

@@ -9,7 +9,7 @@ import numpy as np
 try:  # cuda-bindings ≥ 12.6 layout; older releases exposed cuda.cuda
     from cuda.bindings import driver as cu
 except ImportError:  # pragma: no cover - depends on the installed cuda-python
-    from cuda import cuda as cu  # type: ignore[no-redef]
+    from cuda import cuda as cu
 
 # Errors after which the context is dead for this process (docs/gpu-facts.md): the worker must be replaced.
 STICKY = {

@@ -74,6 +74,7 @@ async def run_on_emulator(plan, report: TestReport, why: str = "") -> None:
         return
     ref_req = _reference(plan, [None, None], report) if plan.ref_kind in ("numpy", "self") else None
     if plan.ref_kind == "triton":  # Triton cannot launch without a GPU: its own PTX, emulated
+        assert builds.reference is not None  # _builds made it (else builds.error)
         report.reference = builds.reference.pop("describe")
         ref_req = {"kind": "cuda", **builds.reference}
     elif plan.ref_kind == "cuda":
@@ -81,6 +82,7 @@ async def run_on_emulator(plan, report: TestReport, why: str = "") -> None:
         report.reference = (
             f"nvcc -O3 {Path(path).name if path else 'the reference CUDA'} (its PTX, emulated)"
         )
+        assert builds.reference is not None  # _builds made it (else builds.error)
         ref_req = {"kind": "cuda", **builds.reference}
     msg = {"op": "run", "spec": plan.spec.to_dict(), "seed": plan.seed, "time": False,
            "kernel": builds.kernel, "reference": ref_req}  # fmt: skip
@@ -290,6 +292,7 @@ async def run_sizes(sup: Supervisor, msg: dict, sizes: list[int], opts, report) 
             break  # a hang, a refusal or a dead worker is the answer
         measured += [(c["n"], c.get("thread_instructions") or 0) for c in _cases(reply)]
     report.sizes = run_sizes
+    assert out is not None  # the smallest size always runs (validate() refuses no sizes)
     return out
 
 
@@ -325,6 +328,7 @@ async def _part(sup, msg, sizes, indices, timeout, opts) -> WorkerReply:
         out = reply if out is None else _merge(out, reply)
         if not _clean(reply):
             break
+    assert out is not None  # runs is never empty (indices are)
     return out
 
 
@@ -333,7 +337,7 @@ def _cases(reply: WorkerReply) -> list[dict]:
 
 
 def _clean(reply: WorkerReply) -> bool:
-    return reply.data.get("ok") and not reply.timed_out and not reply.crashed
+    return bool(reply.data.get("ok")) and not reply.timed_out and not reply.crashed
 
 
 def _reindex(reply: WorkerReply, offset: int, total: int) -> WorkerReply:

@@ -22,12 +22,14 @@ case state, so they are one class; the timing half is what would split out.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -38,7 +40,7 @@ from .launch import launch_dims, scalar_env
 from .spec import ParamSpec, TestSpec
 
 if TYPE_CHECKING:
-    from .same_bytes import NearReference
+    from .same_bytes import NearReference, SameBytes
 
 TIMED_ROLES = ("out", "inout")  # what every timed launch's result is checked on
 
@@ -53,7 +55,7 @@ FLUSH_BYTES = 256 << 20  # > 5x the H200's 50 MB L2: one memset evicts whatever 
 COPY_BYTES = 512 << 20
 
 
-def cuda_driver():
+def cuda_driver() -> ModuleType:
     """The GPU's driver module, imported only when a test runs on the GPU: the emulator's
     worker (emulator/device.py, the same functions) must run without cuda-python."""
     from . import cuda_driver as cd
@@ -76,7 +78,9 @@ class Buffer:
     length: int
     base: int  # device address of the allocation (guard band first)
     host_in: np.ndarray | None  # what was uploaded into the data region (inputs, inout)
-    drv: object = None  # the device's driver module (cuda_driver, or emulator.device)
+    # the device's driver module (cuda_driver, or emulator.device: the same functions, picked at
+    # run time, so its attributes are unchecked)
+    drv: Any = None
     # A read-only input's device copy made right after its upload (GPU only): "the kernel left
     # it unchanged" is then one on-GPU byte comparison instead of downloading it to the host.
     pristine: int | None = None
@@ -111,6 +115,7 @@ class ModuleState:
     def __init__(self, module=None, names: list[str] | tuple[str, ...] = (), driver=None):
         self.saved: list[tuple[str, int, np.ndarray]] = []
         self.missing: list[str] = []
+        self.drv: Any
         self.drv = cd = driver if driver is not None or not names else cuda_driver()
         for name in names:
             try:
@@ -147,7 +152,9 @@ class StartState:
         self.copies: list[tuple[Buffer, int]] = []
         self.zero: list[Buffer] = []
         self.fills: list[tuple[Buffer, Callable[[int, int], None]]] = []
-        self.drv = cd = bufs[0].drv if bufs else None
+        # the buffers' driver module (None without buffers: nothing to apply)
+        self.drv: Any = bufs[0].drv if bufs else None
+        cd: Any = self.drv
         for b in bufs:
             if not b.nbytes:
                 continue
@@ -189,7 +196,8 @@ class CaseRun:
     spec: TestSpec
     kernel_fn: object  # the kernel under test (a CUfunction)
     ref: dict  # the request's reference: {"kind": "numpy" | "cuda" | "self" | "triton", ...}
-    ref_fn: object  # the reference's CUfunction (cuda) or Triton runner (triton), else None
+    # the reference's CUfunction (cuda) or TritonReference (triton), else None: read by kind
+    ref_fn: Any
     n: int
     seed: int
     index: int  # of this size in spec.sizes
@@ -231,18 +239,18 @@ class Harness:
         ctx,
         progress: Callable[[str], None],
         case_done: Callable[[dict], None] | None = None,
-        driver=None,
+        driver: ModuleType | None = None,
     ):
         """``driver``: the device's functions (gputest/cuda_driver.py, or emulator/device.py for
         the CPU emulator: same names, no clock, and a launch's findings to read back)."""
-        self.cd = driver if driver is not None else cuda_driver()
+        self.cd: ModuleType = driver if driver is not None else cuda_driver()
         self.ctx = ctx
         self.progress = progress
         self.case_done = case_done or (lambda case: None)
         self.flush_buf: int | None = None
         self.copy_ceiling_gbps: float | None = None
         self.events = self.cd.Events()
-        self.same_bytes = None  # the on-GPU byte comparison, loaded on first use
+        self.same_bytes: SameBytes | None = None  # the on-GPU byte comparison, loaded on first use
         # A real GPU (not the emulator, which names buffers and has no clock): poison by memset,
         # inputs checked unchanged on the device (gputest/same_bytes.py) instead of on the host.
         self.on_gpu = getattr(self.cd, "HAS_CLOCK", True) and not hasattr(self.cd, "name_buffer")
@@ -395,14 +403,16 @@ class Harness:
     def poison_setter(self, dt: DType) -> Callable[[int, int], None] | None:
         """A device memset writing ``dt``'s poison over ``nbytes`` at ``ptr``, or None (the
         emulator, an 8-byte pattern such as float64's NaN): then a host image is uploaded."""
-        wide = {2: getattr(self.cd, "memset16", None), 4: getattr(self.cd, "memset32", None)}
+        wide: dict[int, Callable[[int, int, int], None] | None] = {
+            2: getattr(self.cd, "memset16", None), 4: getattr(self.cd, "memset32", None)}  # fmt: skip
         if not self.on_gpu or not all(wide.values()):
             return None
         bits = poison(dt, 1).view(np.uint8)
         if (bits == bits[0]).all():
             return lambda ptr, nbytes: self.cd.memset8(ptr, int(bits[0]), nbytes)
-        if dt.itemsize in wide:
-            value, fill = int(bits.view(f"u{dt.itemsize}")[0]), wide[dt.itemsize]
+        fill = wide.get(dt.itemsize)
+        if fill is not None:
+            value = int(bits.view(f"u{dt.itemsize}")[0])
             return lambda ptr, nbytes: fill(ptr, value, nbytes)
         return None
 
@@ -432,7 +442,7 @@ class Harness:
         c.baseline_bufs = self._alloc(c.spec, c.lengths, c.host_inputs, share=c.bufs)
         c.owned += [b for b in c.baseline_bufs if b not in c.bufs]
         self._launch_checked(c, self.baseline_fn, c.baseline_bufs, c.where + " (nvcc baseline)")
-        probe = {"messages": [], "outputs": []}
+        probe: dict[str, list[Any]] = {"messages": [], "outputs": []}
         base_after = {b.param.name: b.read() for b in c.baseline_bufs if b.param.role != "in"}
         base_ok = self._check(c.spec, c.baseline_bufs, base_after, c.expected, probe)
         c.case["timing"]["baseline"] = "ok" if base_ok else "; ".join(probe["messages"])
@@ -461,10 +471,12 @@ class Harness:
     def _time_reference(self, c: CaseRun) -> None:
         """The CUDA reference, or the nvcc baseline, runs under the same rules (bar the globals
         reset: nvcc's own build), and its timed outputs are checked the same way."""
-        other_fn, other_bufs = (
-            (c.ref_fn, c.ref_bufs) if c.ref["kind"] == "cuda"
-            else (self.baseline_fn, c.baseline_bufs) if c.baseline_bufs else (None, None)
-        )  # fmt: skip
+        if c.ref["kind"] == "cuda":
+            other_fn, other_bufs = c.ref_fn, c.ref_bufs
+        elif c.baseline_bufs:
+            other_fn, other_bufs = self.baseline_fn, c.baseline_bufs
+        else:
+            return
         if other_fn is None:
             return
         # The CUDA reference's buffers still hold what its verified launch wrote, which
@@ -556,7 +568,7 @@ class Harness:
         """What the device saw during the launch (the emulator: out-of-bounds accesses, reads
         of unwritten memory, races, ...; a GPU: nothing). The kernel's own fail its case; a
         reference kernel's are noted (the kernel as its own reference: already said)."""
-        found = getattr(self.cd, "take_findings", lambda: [])()
+        found: list[dict] = getattr(self.cd, "take_findings", lambda: [])()
         if fn is c.kernel_fn and bufs is not c.bufs:
             return  # the kernel again, as its own reference
         for f in found:
@@ -646,7 +658,7 @@ class Harness:
             self.cd.synchronize()
             c.lap("timed_launches")
             ins = [b for b in bufs if b.param.role == "in"]
-            probe = {"messages": [], "outputs": []}
+            probe: dict[str, list[Any]] = {"messages": [], "outputs": []}
             after, same = self._read_after(ins)
             if not self._check(spec, ins, after, {}, probe, same):
                 wrong = wrong or "after the timed launches: " + "; ".join(probe["messages"])
@@ -674,7 +686,7 @@ class Harness:
             ) and not _guard_damage(b, _guards_only(b)):
                 continue
             raw = b.read()
-            probe = {"messages": [], "outputs": []}
+            probe: dict[str, list[Any]] = {"messages": [], "outputs": []}
             if not self._check(spec, [b], {b.param.name: raw}, expected, probe):
                 return "; ".join(probe["messages"])
         return None
@@ -874,7 +886,7 @@ def numpy_reference(
         if p.is_pointer:
             dt = DTYPES[p.dtype]
             names[p.name] = (
-                _on_cores(lambda raw, dt=dt: to_float64(dt, raw), host_inputs[p.name])
+                _on_cores(functools.partial(to_float64, dt), host_inputs[p.name])
                 if p.name in host_inputs
                 else np.zeros(lengths[p.name])
             )
@@ -890,7 +902,7 @@ def numpy_reference(
             dt = DTYPES[p.dtype]
             values = np.broadcast_to(np.asarray(out[p.name], dtype=np.float64), (lengths[p.name],))
             result[p.name] = _on_cores(
-                lambda v, dt=dt: from_float64(dt, v), np.ascontiguousarray(values)
+                functools.partial(from_float64, dt), np.ascontiguousarray(values)
             )
     return result
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Literal, overload
 
 from ptxls.frontend.ptx import find_entries
 
@@ -33,6 +34,14 @@ def _read(path: Path) -> str | None:
         return None
 
 
+@overload
+def library_resolution(
+    ptx_text: str, kernel: str, spec_path: Path, *, explicit: Literal[True]
+) -> SpecResolution: ...
+@overload
+def library_resolution(
+    ptx_text: str, kernel: str, spec_path: Path, *, explicit: bool
+) -> SpecResolution | None: ...
 def library_resolution(
     ptx_text: str, kernel: str, spec_path: Path, *, explicit: bool
 ) -> SpecResolution | None:

@@ -21,7 +21,7 @@ from ptxls.frontend.cuda import find_kernels
 from ptxls.frontend.ptx import find_entries, provenance_source
 from ptxls.toolchain.safe_read import UnreadableFile, read_regular_file
 
-from . import annotations
+from . import annotations as gputest_annotations  # (`annotations`: the __future__ name)
 from .cuda_source import infer_spec
 from .dtypes import DTYPES
 from .spec import SpecProblem, TestSpec, validate
@@ -51,10 +51,11 @@ def infer_spec_from_cuda(
         return None, [
             SpecProblem(f"no __global__ kernel '{kernel}' (kernels here: {have})", file=path)
         ]
+    spec: TestSpec | None
     spec, problems = infer_spec(match)
     spec, side = _sidecar(spec, path, kernel)
     problems += side
-    spec, ann = annotations.apply(spec, source.splitlines(), match.decl_line, kernel,
+    spec, ann = gputest_annotations.apply(spec, source.splitlines(), match.decl_line, kernel,
                                   where=f"@gputest in {Path(path).name or 'the CUDA source'}")  # fmt: skip
     problems = [dataclasses.replace(p, file=path) for p in problems + ann]
     if check and spec is not None:
@@ -69,8 +70,8 @@ def sidecar_path(source_path: str | None) -> Path | None:
         return None
     p = Path(source_path)
     for candidate in (
-        p.with_name(p.name + annotations.SIDECAR_SUFFIX),
-        p.with_suffix(annotations.SIDECAR_SUFFIX),
+        p.with_name(p.name + gputest_annotations.SIDECAR_SUFFIX),
+        p.with_suffix(gputest_annotations.SIDECAR_SUFFIX),
     ):
         if companion(candidate, source_path) is not None:
             return candidate
@@ -85,7 +86,7 @@ def _sidecar(spec, source_path, kernel):
         text = read_regular_file(side, MAX_COMPANION_BYTES)
     except UnreadableFile as e:
         return spec, [SpecProblem(str(e))]
-    return annotations.apply_sidecar(spec, text, kernel, str(side))
+    return gputest_annotations.apply_sidecar(spec, text, kernel, str(side))
 
 
 # A paired .cu, a .gputest sidecar: source text, not data (the library's largest is 20 KB).
@@ -122,8 +123,8 @@ def refused_companions(ptx_path: str) -> list[str]:
     """What is wrong with the files found by name beside ``ptx_path`` (NAME.cu, the sidecars)
     that exist and may not be read; empty when there is nothing to say."""
     p = Path(ptx_path)
-    names = [p.with_suffix(".cu"), p.with_name(p.name + annotations.SIDECAR_SUFFIX),
-             p.with_suffix(annotations.SIDECAR_SUFFIX)]  # fmt: skip
+    names = [p.with_suffix(".cu"), p.with_name(p.name + gputest_annotations.SIDECAR_SUFFIX),
+             p.with_suffix(gputest_annotations.SIDECAR_SUFFIX)]  # fmt: skip
     found = [_companion_problem(c, ptx_path) for c in names if c != p]
     return [why for why in found if why and why != "missing"]
 
@@ -212,7 +213,7 @@ def spec_for_ptx(
     spec, side = _sidecar(spec, ptx_path, kernel)
     problems += side
     lines = ptx_text.splitlines()
-    spec, ann = annotations.apply(spec, lines, entry.decl_line, kernel,
+    spec, ann = gputest_annotations.apply(spec, lines, entry.decl_line, kernel,
                                   where="@gputest in the PTX")  # fmt: skip
     if spec is None:
         return SpecResolution(None, [SpecProblem(
@@ -283,7 +284,7 @@ def abi_problems(spec: TestSpec, entry) -> list[SpecProblem]:
     expected = [_spec_arg(p) for p in spec.params]
     problems = []
     for m in abi_mismatches(entry.param_types, expected):
-        if m.index is None:
+        if m.index is None or m.want is None:  # the counts differ (no slot to name)
             return [SpecProblem(
                 f"the spec has {len(spec.params)} parameters ({', '.join(p.name for p in spec.params)}) "
                 f"but .entry {entry.name} takes {len(entry.param_types)}", **at)]  # fmt: skip

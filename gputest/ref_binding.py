@@ -43,7 +43,7 @@ def _signature(spec: str) -> inspect.Signature:
     """``"a, /, axis=None, *, keepdims=NV, **kwargs"`` -> an ``inspect.Signature``; defaults are
     Python literals (``NV``: numpy's no-value)."""
     params: list[inspect.Parameter] = []
-    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    kind: inspect._ParameterKind = inspect.Parameter.POSITIONAL_OR_KEYWORD
     for raw in (p.strip() for p in spec.split(",") if p.strip()):
         if raw == "/":
             params = [p.replace(kind=inspect.Parameter.POSITIONAL_ONLY) for p in params]
@@ -59,6 +59,7 @@ def _signature(spec: str) -> inspect.Signature:
             kind = inspect.Parameter.KEYWORD_ONLY
             continue
         name, eq, default = raw.partition("=")
+        value: object
         if not eq:
             value = inspect.Parameter.empty  # required
         else:

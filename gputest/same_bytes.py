@@ -225,7 +225,7 @@ class SameBytes:
         against the float32 reference at ``expected`` (see ``beyond_tol_f32``)."""
         cd.memset8(self.flag, 0, 4)
         if count:
-            args = [np.array([got], np.uint64), np.array([expected], np.uint64),
+            args: list[np.ndarray] = [np.array([got], np.uint64), np.array([expected], np.uint64),
                     np.array([count], np.uint64), np.array([floor], np.float64),
                     np.array([tol], np.float64), np.array([poison_bits], np.uint32),
                     np.array([self.flag], np.uint64)]  # fmt: skip

@@ -40,6 +40,7 @@ from ptxls.toolchain.sanitizer import command as sanitizer_command
 
 from .launch import launch_dims, scalar_env
 from .report import ERROR, FAIL, NO_GPU, PASS, TestReport
+from .spec import TestSpec
 from .supervisor import Supervisor, default_command
 
 UNWRITTEN_OUTPUTS_ENV = "PTXLS_HARNESS_UNWRITTEN_OUTPUTS"
@@ -174,7 +175,7 @@ class SanitizedSupervisor(Supervisor):
     own_process_group = True
 
     async def close(self) -> None:
-        if self.warm:
+        if self.warm and self.proc is not None and self.proc.stdin is not None:  # (warm: it is)
             with contextlib.suppress(Exception):
                 self.proc.stdin.write(b'{"op": "exit"}\n')
                 await self.proc.stdin.drain()
@@ -205,7 +206,7 @@ class _Job:
     ptx_path: str | None = None
     reference_cuda: str | None = None
     reference_path: str | None = None
-    spec: object | None = None
+    spec: TestSpec | None = None
     quoted: str | None = None  # the text the findings' lines are lines of (None: ptx_text)
     line_file: str = ""  # Finding.file: what those lines are lines of, when not the tested file
     barrier: str = "a barrier (bar.sync)"  # what orders a race, in the words of the source
@@ -218,7 +219,7 @@ async def sanitize_ptx(
     ptx_path: str | None = None,
     reference_cuda: str | None = None,
     reference_path: str | None = None,
-    spec=None,
+    spec: TestSpec | None = None,
     options: SanitizeOptions | None = None,
 ) -> SanitizeResult:
     """Run ``kernel``'s GPU test under each of ``options.tools``. ``spec``: the test spec when
@@ -314,7 +315,7 @@ async def _run_tool(job: _Job, tool: str) -> ToolRun:
             timeout_s=opts.timeout_s, supervisor=sup, arch=opts.arch, ptxas=opts.ptxas,
             seed=opts.seed, time_it=False, on_progress=opts.on_progress, trusted=opts.trusted,
             device="gpu",  # compute-sanitizer watches the GPU worker
-            **({"spec_path": opts.spec_path} if opts.spec_path else {}),
+            spec_path=opts.spec_path or None,
         )  # fmt: skip
     finally:
         await sup.close()
@@ -374,15 +375,20 @@ def _conclude(result: SanitizeResult) -> None:
         )
     elif tests and all(t.status == NO_GPU for t in tests):
         result.status, result.summary = NO_GPU, tests[0].summary
-    elif tests and all(r.report and r.report.clean and r.test.status == PASS for r in result.runs):
+    elif tests and all(
+        r.report and r.report.clean and r.test is not None and r.test.status == PASS
+        for r in result.runs
+    ):
         result.status = "clean"
         result.summary = "no problems found by " + ", ".join(r.tool for r in result.runs)
     elif tests and all(r.report and r.report.clean for r in result.runs):
         # The sanitizer saw nothing, the GPU test itself failed under it: say both.
         result.status = "test-failed"
-        bad = next(r for r in result.runs if r.test.status != PASS)
+        bad_tool, bad_test = next(
+            (r.tool, r.test) for r in result.runs if r.test is not None and r.test.status != PASS
+        )
         result.summary = (f"no problems found by {', '.join(r.tool for r in result.runs)}; the GPU "
-                          f"test failed under {bad.tool}: {bad.test.summary.splitlines()[0]}")  # fmt: skip
+                          f"test failed under {bad_tool}: {bad_test.summary.splitlines()[0]}")  # fmt: skip
     else:
         result.status = "error"
         bad = next((r for r in result.runs if not (r.report and r.report.clean)), result.runs[0])

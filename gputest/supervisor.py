@@ -48,7 +48,8 @@ def default_command(device: str = "gpu", environ: dict[str, str] | None = None) 
     env = os.environ if environ is None else environ
     python = env.get("PTXLS_GPU_PYTHON") or sys.executable
     extra = ("--device", "cpu") if device == "cpu" else ()
-    return python_command("ptxls.gputest.worker", *extra, python=python, environ=env)
+    # (a copy: python_command takes a plain dict, and os.environ is a mapping of its own kind)
+    return python_command("ptxls.gputest.worker", *extra, python=python, environ=dict(env))
 
 
 def kill_workers_now() -> None:
@@ -131,7 +132,7 @@ class Supervisor:
                 await asyncio.wait_for(self._stderr_task, 2)
 
     async def close(self) -> None:
-        if self.warm:
+        if self.warm and self.proc is not None and self.proc.stdin is not None:  # (warm: it is)
             with contextlib.suppress(Exception):
                 self.proc.stdin.write(b'{"op": "exit"}\n')
                 await self.proc.stdin.drain()
@@ -172,6 +173,7 @@ class Supervisor:
     async def _exchange(self, msg, timeout_s, on_progress) -> WorkerReply:
         proc = self.proc
         assert proc is not None
+        assert proc.stdin is not None and proc.stdout is not None  # spawned with both piped
         last = ""
         cases: list[dict] = []
         try:

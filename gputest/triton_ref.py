@@ -147,10 +147,10 @@ def infer_spec(text: str, kernel, build) -> tuple[TestSpec | None, list[SpecProb
 
     params, problems = _params(kernel, build)
     warps = build.options.get("num_warps", 4)
-    spec = TestSpec(kernel=kernel.name, params=params, launch=_launch(build, warps))
-    spec.origin.append(f"inferred from the Triton signature of {kernel.name}")
+    inferred = TestSpec(kernel=kernel.name, params=params, launch=_launch(build, warps))
+    inferred.origin.append(f"inferred from the Triton signature of {kernel.name}")
     lines = python_comment_lines(text, build.constexprs)
-    spec, more = apply(spec, lines, kernel.start_line, kernel.name)
+    spec, more = apply(inferred, lines, kernel.start_line, kernel.name)
     problems += more
     if spec is not None and not problems:
         from .spec import validate

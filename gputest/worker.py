@@ -35,8 +35,13 @@ import os
 import sys
 import traceback
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ptxls.frontend.ptx import module_globals
+
+if TYPE_CHECKING:
+    from .harness import Harness
 
 _proto = sys.stdout  # replaced in main() by a private copy of fd 1
 
@@ -46,13 +51,21 @@ def _send(obj: dict) -> None:
     _proto.flush()
 
 
+class _Context(Protocol):
+    """What the worker asks of a driver's ``Context`` (cuda_driver's or the emulator's)."""
+
+    def info(self) -> dict[str, Any]: ...
+
+
 class Worker:
     def __init__(self, device: str = "gpu"):
-        self.ctx = None
-        self.harness = None
+        self.ctx: _Context | None = None
+        self.harness: Harness | None = None
         self.no_device: str | None = None
         self.device = device  # "gpu" (cuda_driver) or "cpu" (emulator/device.py)
-        self.cd = None  # the driver module the harness runs on
+        # the driver module the harness runs on (gputest/cuda_driver.py or emulator/device.py:
+        # the same functions, picked at run time)
+        self.cd: ModuleType | None = None
 
     def ensure_context(self) -> bool:
         if self.ctx is not None:
@@ -62,6 +75,7 @@ class Worker:
         try:
             from .harness import Harness
 
+            cd: ModuleType
             if self.device == "cpu":
                 from ptxls.emulator import device as cd
             else:
@@ -87,6 +101,7 @@ class Worker:
         """On the emulator: the thread-instructions the case ran (the caller sizes the next
         case from them)."""
         if self.device == "cpu":
+            assert self.cd is not None  # the harness runs only once ensure_context set it
             total = self.cd.statistics()["thread_instructions"]
             case["thread_instructions"], self._ran = total - self._ran, total
         return case
@@ -94,6 +109,7 @@ class Worker:
     def hello(self, req: dict) -> dict:
         if not self.ensure_context():
             return {"ok": False, "no_device": self.no_device}
+        assert self.ctx is not None  # ensure_context set it
         return {"ok": True, "device": self.ctx.info(), "pid": os.getpid()}
 
     def run(self, req: dict) -> dict:
@@ -101,7 +117,8 @@ class Worker:
 
         if not self.ensure_context():
             return {"ok": False, "no_device": self.no_device}
-        cd = self.cd
+        cd, ctx, harness = self.cd, self.ctx, self.harness
+        assert cd is not None and ctx is not None and harness is not None  # ensure_context set them
         if self.device == "cpu":
             # a fresh emulated memory per test: freed buffers are not reused, and a warm worker
             # (the editor's) would otherwise grow with every test
@@ -109,9 +126,9 @@ class Worker:
             cd.set_budget(req.get("budget") or cd.DEFAULT_BUDGET, req.get("hang_seconds"))
             cd.take_findings()  # nothing from an earlier request
             self._ran = cd.statistics()["thread_instructions"]
-        modules = []
+        modules: list[Any] = []  # the driver's module handles
         cases: list[dict] = []
-        load = {}
+        load: dict = {}
         try:
             kernel_fn, load = self._load(req["kernel"], modules)
             if kernel_fn is None:
@@ -135,22 +152,22 @@ class Worker:
                 modules.append(base_mod)
                 baseline_fn = cd.get_function(base_mod, req["baseline"]["name"])
             state = ModuleState(modules[0], _globals_of(req["kernel"]), driver=cd)
-            result = self.harness.run(req, kernel_fn, ref_fn, cases, state, baseline_fn)
+            result = harness.run(req, kernel_fn, ref_fn, cases, state, baseline_fn)
             result["load"] = load
-            result["device"] = self.ctx.info()
+            result["device"] = ctx.info()
             return {"ok": True, "result": result}
         except CaseError as e:
             if e.err.name in ("EMULATOR_HANG", "EMULATOR_REFUSED"):  # the emulator's timeout
                 cases.append(e.case)  # (as the supervisor's), or an instruction it lacks
                 key = "hang" if e.err.name == "EMULATOR_HANG" else "refused"
                 return {"ok": False, "sticky": False, key: f"{e.err.text} {e.where}",
-                        "result": {"cases": cases, "load": load, "device": self.ctx.info()}}  # fmt: skip
+                        "result": {"cases": cases, "load": load, "device": ctx.info()}}  # fmt: skip
             e.case["messages"].append(f"{e.err.name} ({e.err.text}) {e.where}")
             cases.append(e.case)
             return {
                 "ok": False, "sticky": e.err.sticky, "cuda_error": e.err.name,
                 "error": f"{e.err.name} ({e.err.text}) {e.where}",
-                "result": {"cases": cases, "load": load, "device": self.ctx.info()},
+                "result": {"cases": cases, "load": load, "device": ctx.info()},
             }  # fmt: skip
         except cd.CudaError as e:
             return {"ok": False, "sticky": e.sticky, "cuda_error": e.name, "error": str(e),
@@ -163,17 +180,19 @@ class Worker:
                 with contextlib.suppress(cd.CudaError):
                     cd.call("cuModuleUnload", m)
 
-    def _load_build(self, build: dict):
+    def _load_build(self, build: dict) -> Any:
         """A CUDA reference's or baseline's module: nvcc's cubin, or its PTX on the emulator."""
+        assert self.cd is not None  # called from run(), after ensure_context
         if self.device == "cpu":
             return self.cd.load_ptx(build["ptx"])
         return self.cd.load_cubin(Path(build["cubin_path"]).read_bytes())
 
-    def _load(self, kernel: dict, modules: list):
+    def _load(self, kernel: dict, modules: list[Any]) -> tuple[Any, dict]:
         """The kernel's function: from the cubin the project's ptxas made, or through the driver
         JIT when there is no cubin or the driver refuses it (on the emulator: from its PTX).
         Says which path ran."""
         cd = self.cd
+        assert cd is not None  # called from run(), after ensure_context
         load: dict = {"path": "", "assembler": kernel.get("assembler", ""), "jit_log": ""}
         if self.device == "cpu":
             try:
@@ -184,7 +203,7 @@ class Worker:
             except cd.Refused as e:
                 load["error"], load["refused"] = e.summary, e.summary
                 return None, load
-        notes = []
+        notes: list[str] = []
         if kernel.get("cubin_path"):
             try:
                 mod = cd.load_cubin(Path(kernel["cubin_path"]).read_bytes())

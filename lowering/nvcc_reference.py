@@ -108,7 +108,8 @@ async def _lower_version(ptx: str, arch: str, ptxas_path: str | None) -> tuple[s
     target = await choose_target(arch, ptxas_path=ptxas_path)  # the loop's cached answer
     if target.problem:
         return ptx, None
-    cap = tuple(int(x) for x in target.isa.split("."))
+    major, minor = (int(x) for x in target.isa.split("."))  # "9.0"
+    cap = (major, minor)
     if have <= cap:
         return ptx, None
     lowered = with_version(ptx, cap)

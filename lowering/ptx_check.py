@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ptxls.diagnostics.model import Problem, Severity
@@ -89,7 +90,7 @@ class FeedbackItem:
     hints: list[str] = field(default_factory=list)  # the project's clearer words
 
 
-def fold_problems(problems: list[Problem], hints: list[Problem] = ()) -> list[FeedbackItem]:
+def fold_problems(problems: list[Problem], hints: Sequence[Problem] = ()) -> list[FeedbackItem]:
     """One item per line and cause: the root cause first, what follows from it listed under it,
     and the lints' hints for the same line (the ``.reg`` range that would declare a register)."""
     from ptxls.diagnostics.cascade import rank
@@ -133,7 +134,7 @@ def format_problems(
     text: str,
     problems: list[Problem],
     tool_name: str = "ptxas",
-    hints: list[Problem] = (),
+    hints: Sequence[Problem] = (),
     extra: dict[int, str] | None = None,
 ) -> str:
     from ptxls.diagnostics.engine import split_lines
@@ -307,12 +308,13 @@ def interface_problems(
     types = [p.type + ("[]" if p.array else "") for p in entry.params]
     problems = []
     for m in abi_mismatches(types, _expected_args(params)):
-        if m.index is None:
+        if m.index is None or m.want is None:  # the counts differ (no slot to name)
             want = ", ".join(f"{p.c_type} {p.name}" for p in params)
             return [
                 f"entry '{kernel}' has {len(entry.params)} parameters, the source has "
                 f"{len(params)} ({want}); keep the same parameters in the same order"
             ]
+        assert m.want.size is not None  # abi_mismatches judges known sizes only
         bits = 8 * m.want.size
         pointer = " (.u64 for a pointer)" if m.want.is_pointer else ""
         problems.append(

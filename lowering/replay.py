@@ -20,8 +20,8 @@ from .transcript import read
 
 @dataclass
 class ReplayedRound:
-    candidate: int
-    round: int
+    candidate: int | None  # as the transcript's record says (None: it did not say)
+    round: int | None
     recorded_ok: bool | None  # ptxas verdict in the transcript; None when no PTX was found then
     now_ok: bool | None  # verdict today; None when no PTX is found now
     now_summary: str
@@ -113,6 +113,7 @@ async def replay(
         played = ReplayedRound(key[0], key[1], verdicts.get(key), check.ok, check.summary(), ptx,
                                recorded_incomplete=key in flagged)  # fmt: skip
         if check.ok:
+            assert check.module is not None  # compile_check parses every candidate
             entry = kernel or (check.module.entries[0].name if check.module.entries else "")
             played.now_findings = [
                 f"{f.kind}: {f.shown()}" for f in dataflow_findings(ptx, check.module, entry)

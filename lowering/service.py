@@ -13,6 +13,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ptxls.fewshot.retrieve import pick_examples
 from ptxls.frontend.languages import language_of
@@ -25,9 +26,12 @@ from .protocols import Verifier
 from .provenance import OutputPlan, Provenance, plan_output, with_header
 from .settings import LlmSettings
 from .sources import SourceKernel, sources_in
-from .target_isa import choose_target
+from .target_isa import TargetChoice, choose_target
 from .transcript import Transcript
 from .verify import compile_only_verifier, gpu_availability, gpu_verifier
+
+if TYPE_CHECKING:
+    from ptxls.gputest.spec import TestSpec
 
 ATTEMPTS_DIR = Path(".ptxls") / "attempts"
 PLANS_DIR = Path(".ptxls") / "plans"
@@ -201,7 +205,7 @@ async def lower_nvcc(job: LowerJob, progress: Progress | None = None) -> LowerOu
     )
 
 
-def request_spec(src: SourceKernel, job: LowerJob):  # -> (TestSpec | None, why)
+def request_spec(src: SourceKernel, job: LowerJob) -> tuple[TestSpec | None, str]:
     """A plain-language request is GPU-testable when its comment block carries ``@gputest``
     lines: the parameters in order and a numpy ``ref:`` (gputest/README.md), e.g.
 
@@ -229,7 +233,7 @@ def request_spec(src: SourceKernel, job: LowerJob):  # -> (TestSpec | None, why)
     return spec, ""
 
 
-def source_spec(src: SourceKernel, job: LowerJob):  # -> (TestSpec | None, why)
+def source_spec(src: SourceKernel, job: LowerJob) -> tuple[TestSpec | None, str]:
     """The test spec, from the source and the person only — never from a candidate's PTX
     (whose ``@gputest`` lines could loosen its own test): the CUDA signature and the source's
     annotation / sidecar, the original PTX's annotation or paired CUDA ("Optimize"), or a
@@ -313,7 +317,9 @@ def output_positions(spec, src: SourceKernel) -> tuple[int, ...]:
     return tuple(i for i, p in enumerate(spec.params) if p.role == "out")
 
 
-async def default_verifier(src: SourceKernel, job: LowerJob):  # -> (Verifier, why, spec)
+async def default_verifier(
+    src: SourceKernel, job: LowerJob
+) -> tuple[Verifier, str, TestSpec | None]:
     """GPU-test against the source where a GPU is present and there is something to test
     against; otherwise compile-checked only, saying why. The spec is built here, from the
     source, and handed to the verifier: the candidate's own ``@gputest`` lines are never read."""
@@ -503,8 +509,8 @@ class _LlmLowering:
     settings: LlmSettings
     src: SourceKernel
     arch: str
-    choice: object  # target_isa.TargetChoice
-    spec: object  # gputest TestSpec | None
+    choice: TargetChoice
+    spec: TestSpec | None
     not_tested_why: str
     root: Path
     inside: bool
@@ -562,7 +568,7 @@ async def lower_llm(
         warnings=list(result.warnings),
         spec=spec_text(run.spec),
         # the endpoint never answered (every request refused or failed): it could not run
-        ran=not getattr(result, "never_answered", False),
+        ran=not result.never_answered,
         compile_only=job.compile_only,
         inside_workspace=run.inside,
         accounting=run_summary(result, settings, time.monotonic() - started),
@@ -625,6 +631,7 @@ def _without_a_result(run: _LlmLowering, result: LoopResult, outcome: LowerOutco
 def _with_the_result(run: _LlmLowering, result: LoopResult, outcome: LowerOutcome):
     """The passing PTX with its provenance header, and where it goes."""
     job, settings, best = run.job, run.settings, result.best
+    assert best is not None and best.ptx is not None  # the caller's check; a pass keeps its PTX
     kernel = run.src.name or best.kernel or "kernel"
     v = best.verify
     tested = bool(v and v.tested)

@@ -129,6 +129,7 @@ async def show_triton_ptx(text: str, kernel: str, file_path: str, arch: str, tim
     build, result = await compile_kernel(text, kernel, file_path, arch, timeout)
     if not result.ok:
         return ShownPtx(False, message=result.message)
+    assert build is not None  # compile_kernel returns a build with every result that is ok
     name = source_name(file_path)
     entry = (result.metadata or {}).get("name") or kernel
     body, mapped = interleave_source(drop_debug_sections(result.ptx), text, name)

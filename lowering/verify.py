@@ -11,10 +11,15 @@ with ``tested=False``, so the result says "not GPU-tested" instead of pretending
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ptxls.frontend.ptx import PtxModule, global_names
 
 from .protocols import Verifier
+
+if TYPE_CHECKING:
+    from ptxls.gputest.report import TestReport
+    from ptxls.gputest.spec import TestSpec
 
 
 @dataclass
@@ -79,7 +84,17 @@ async def gpu_availability() -> tuple[bool, str]:
     return bool(ok), str(reason)
 
 
-def from_report(report) -> VerifyResult:
+class _Measured(TypedDict):
+    """What every VerifyResult made of a report carries, whatever the verdict."""
+
+    gpu: str
+    passed_cases: list[str]
+    kernel_ms: float | None
+    reference_ms: float | None
+    details: dict[str, Any]
+
+
+def from_report(report: TestReport) -> VerifyResult:
     """A gputest TestReport as the loop's VerifyResult. A spec the harness cannot build or a
     missing GPU is no fault of the candidate: it passes untested and says so; a build error,
     a wrong result, a fault or a hang fails it with the harness's feedback."""
@@ -89,7 +104,7 @@ def from_report(report) -> VerifyResult:
     gpu = str((report.device or {}).get("name", ""))
     passed = [f"n={c.n}" for c in report.cases if c.passed]
     timed = report.timed_case
-    common = dict(
+    common = _Measured(
         gpu=gpu,
         passed_cases=passed,
         kernel_ms=timed.time_ms if timed else None,
@@ -101,7 +116,7 @@ def from_report(report) -> VerifyResult:
             "seed": report.seed,
         },
     )
-    if report.status in (NO_GPU, SPEC_ERROR) or getattr(report, "refused", ""):
+    if report.status in (NO_GPU, SPEC_ERROR) or report.refused:
         # (the emulator lacking an instruction is no fault of the candidate either)
         return VerifyResult(
             ok=True,
@@ -131,7 +146,7 @@ def from_report(report) -> VerifyResult:
     )  # fmt: skip
 
 
-def spec_from_sources(kernel: str, options: dict):  # -> (TestSpec | None, why)
+def spec_from_sources(kernel: str, options: dict) -> tuple[TestSpec | None, str]:
     """The spec from what the person gave — the reference CUDA or the original ``.ptx`` file —
     never from the candidate being tested (its ``@gputest`` lines could loosen its own test)."""
     from pathlib import Path

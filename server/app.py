@@ -299,7 +299,8 @@ class PtxlsServer(LanguageServer):
         raw = dict(raw)
         for path in RESTRICTED_SETTINGS:
             *parents, key = path
-            holder, user = raw, self.user_settings
+            holder: dict | None = raw  # the section at ``parents`` (None: not an object there)
+            user: dict | None = self.user_settings
             for part in parents:
                 holder = holder.get(part) if isinstance(holder, dict) else None
                 user = user.get(part) if isinstance(user, dict) else None

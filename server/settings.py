@@ -93,6 +93,7 @@ def settings_from_dict(raw: dict | None) -> tuple[Settings, list[str]]:
         return Settings(), [f"the ptxls settings should be an object, got {type(raw).__name__}"]
     settings, problems = Settings(), []
     for spec in SERVER_SETTINGS:
+        assert spec.key is not None and spec.attr is not None  # every server row has both
         value = _sent(raw or {}, spec.key)
         if value is None:  # not sent, or null: the default
             continue
@@ -128,6 +129,7 @@ def _read(spec: SettingSpec, value: object, default: object) -> object:
     got = read_value(spec, value, default)
     if spec.type != "array" or not spec.enum:
         return got
+    assert isinstance(got, list) and isinstance(default, list)  # read_value's array: a list
     items: list[str] = []
     for item in got:
         word = item.strip().lower()

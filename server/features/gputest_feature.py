@@ -12,11 +12,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 from lsprotocol import types
 
 from ptxls.diagnostics.model import Problem, Severity
-from ptxls.frontend.kernels import kernels_in
+from ptxls.frontend.kernels import KernelAt, kernels_in
 from ptxls.frontend.languages import CUDA, PTX, language_of
 from ptxls.gputest import api
 from ptxls.gputest.debug_launch import hover_markdown, launch_config, record_failed_test
@@ -53,7 +54,7 @@ def _language(uri: str, ls: PtxlsServer) -> str | None:
     return lang if lang in (PTX, CUDA) else None
 
 
-def _kernels(ls: PtxlsServer, uri: str) -> list[tuple[str, int, int]]:
+def _kernels(ls: PtxlsServer, uri: str) -> list[KernelAt]:
     doc, lang = ls.open_document(uri), _language(uri, ls)
     if doc is None or lang is None:
         return []
@@ -230,7 +231,7 @@ async def _test(ls: PtxlsServer, lang: str, text: str, kernel: str, path, progre
     s = ls.settings
     # trusted: the person trusts this workspace (the client said so at initialize), so a ref:
     # outside the restricted numpy language may run as Python; otherwise it is refused.
-    kw = dict(arch=s.arch, ptxas=s.ptxas_path, nvcc=s.nvcc_path, trusted=ls.workspace_trusted,
+    kw: dict[str, Any] = dict(arch=s.arch, ptxas=s.ptxas_path, nvcc=s.nvcc_path, trusted=ls.workspace_trusted,
               device=s.test_device)  # fmt: skip
     if lang == "ptx":
         return await api.run_gpu_test(

@@ -61,12 +61,14 @@ def _field(value: object, name: str) -> object:
     if isinstance(value, dict):
         return value.get(name)
     fields = value._fields if isinstance(value, tuple) and hasattr(value, "_fields") else ()
-    return value._asdict()[name] if name in fields else None
+    return getattr(value, name) if name in fields else None  # (a namedtuple's field)
 
 
 async def kernels(ls: PtxlsServer, params: object) -> list[dict]:
     uri = _field(_field(params, "textDocument"), "uri")
-    doc = ls.open_document(uri) if isinstance(uri, str) else None
+    if not isinstance(uri, str):
+        return []
+    doc = ls.open_document(uri)
     if doc is None:
         return []
     text, language = doc.source, language_of(uri, doc.language_id)

@@ -110,7 +110,7 @@ def code_actions(ls: PtxlsServer, params: types.CodeActionParams) -> list[types.
     uri = params.text_document.uri
     language = language_of(uri)
     doc = ls.open_document(uri) if language else None
-    if doc is None:
+    if doc is None or language is None:
         return []
     line = params.range.start.line
     plan_first = lowering_settings(ls)[0].strategy == "plan"
@@ -173,7 +173,7 @@ def code_lenses(ls: PtxlsServer, params: types.CodeLensParams) -> list[types.Cod
     language = language_of(uri)
     path = uri_to_path(uri)
     root = workspace_root(ls.workspace, path) if language else None
-    if root is None:
+    if root is None or language is None:
         return []
     lenses = []
     for k in sources_in(doc.source, language):
@@ -400,6 +400,8 @@ async def _write(ls: PtxlsServer, outcome: LowerOutcome, root: Path | None, prog
     """Write the PTX where the outcome's plan says; None when written, else why not (and the
     progress ended saying so)."""
     plan = outcome.output
+    # the caller writes an outcome with a plan, and a plan exists only inside the workspace
+    assert plan is not None and root is not None
     uri = plan.path.resolve().as_uri()
     if plan.action == "create":
         edit = convert.new_file_edit(uri, outcome.ptx)

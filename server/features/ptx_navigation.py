@@ -125,7 +125,7 @@ def hover(ls: PtxlsServer, params: types.HoverParams) -> types.Hover | None:
         return None
     tok = ptx_index.token_at(lines[line], col)
     text = isa.hover_markdown(tok[0]) if tok else None
-    if not text:
+    if not text or tok is None:
         return None
     return convert.markdown_hover(text, convert.line_range(line, tok[1], tok[2]))
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from lsprotocol import types
 
 from ptxls.diagnostics.model import Problem, Severity
-from ptxls.frontend.kernels import kernels_in
+from ptxls.frontend.kernels import KernelAt, kernels_in
 from ptxls.gputest.report import short_tokens
 from ptxls.gputest.sanitize import SanitizeOptions, SanitizeResult, format_result, parse_tools
 
@@ -56,7 +56,7 @@ def _language(ls: PtxlsServer, uri: str) -> str | None:
     return "ptx" if lang == PTX else "cuda" if lang == CUDA else None
 
 
-def _entries(ls: PtxlsServer, uri: str) -> list[tuple[str, int, int]]:
+def _entries(ls: PtxlsServer, uri: str) -> list[KernelAt]:
     """(name, line, col) of every .entry (PTX) or __global__ kernel (CUDA): where "Run GPU
     test" is, so the two lenses sit side by side."""
     lang = _language(ls, uri)
