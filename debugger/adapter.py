@@ -44,7 +44,8 @@ class Adapter:
         self.session: Session | None = None
         self.launch_args: dict = {}
         self.line_bps: list[tuple[int, str]] = []
-        self.data_ids: list[str] = []
+        self.data_ids: list[str] = []  # the editor's data breakpoints (setDataBreakpoints)
+        self.launch_watch: str | None = None  # the launch configuration's ``watch``
         self.runner: threading.Thread | None = None
         self.refs: dict[int, object] = {}
         self.stop_on_entry = False
@@ -125,10 +126,9 @@ class Adapter:
         elif self.line_bps:
             self.session.set_breakpoints(self.line_bps)
         # "c[4097]": stop where that element is written (one click from a failed case)
-        if watch and str(watch) not in self.data_ids:
-            self.data_ids = [*self.data_ids, str(watch)]
-        if self.data_ids:
-            for bp in self.session.set_data_breakpoints(self.data_ids):
+        self.launch_watch = str(watch) if watch else None
+        if self._all_data_ids():
+            for bp in self.session.set_data_breakpoints(self._all_data_ids()):
                 if not bp["verified"]:
                     self._output(f"ptxls: data breakpoint not set: {bp['message']}\n", "stderr")
         self._output(
@@ -259,8 +259,14 @@ class Adapter:
 
     def on_setDataBreakpoints(self, req, args) -> None:
         self.data_ids = [str(b["dataId"]) for b in args.get("breakpoints", [])]
-        out = self.session.set_data_breakpoints(self.data_ids) if self.session else []
+        # the launch's watch stays: VS Code sends its own (often none) after every launch
+        out = self.session.set_data_breakpoints(self._all_data_ids()) if self.session else []
+        out = out[: len(self.data_ids)]  # answer for the editor's own, in their order
         self.ch.respond(req, {"breakpoints": out})
+
+    def _all_data_ids(self) -> list[str]:
+        watch = [self.launch_watch] if self.launch_watch else []
+        return self.data_ids + [w for w in watch if w not in self.data_ids]
 
     # ---- running
 

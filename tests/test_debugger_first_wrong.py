@@ -77,6 +77,10 @@ def test_report_offers_the_launch_and_the_debugger_starts_at_the_writer(dap, tmp
     # the store of the writing thread (followed from the start), then the data breakpoint
     launch = {k: v for k, v in config.items() if k not in ("type", "request", "name")}
     dap.start(launch.pop("program"), breakpoints=[STORE_LINE], **launch)
+    # as VS Code does after every launch: its own data breakpoints (none) replace nothing of
+    # the launch's watch
+    r = dap.request("setDataBreakpoints", {"breakpoints": []})
+    assert r["success"] and r["body"]["breakpoints"] == []
     ev, frame = _stop(dap)
     assert ev["reason"] == "breakpoint" and frame["line"] == STORE_LINE
     assert WRITER in frame["name"]

@@ -1,0 +1,341 @@
+// The debugger in a real VS Code: code-server in headless Chromium, driven by Playwright, with
+// the packaged ptxls extension and the project's Python as the server's (no environment setup:
+// tests/e2e/run.mjs covers that). Two scenarios, each with screenshots:
+//
+// 1. a breakpoint set with F9 on examples/vec_add.ptx's store, F5 with a launch.json following
+//    block 1 thread 7: the editor stops on that line, and the Variables view shows the
+//    thread's registers — %r5 (blockIdx.x * blockDim.x + threadIdx.x) must read 263;
+// 2. "Debug first wrong element": the GPU test (on the CPU emulator) of a planted wrong
+//    vec_add fails, the kernel's hover offers the link, one click starts the debugger, which
+//    stops after the store of the first wrong element (c[600]) in the thread that wrote it.
+//
+// Started by .ci/vscode-e2e.sh after run.mjs (same variables), or alone:
+//   CODE_SERVER=… PTXLS_VSIX=vscode-client/ptxls.vsix node tests/e2e/debugger.mjs
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const REPO = resolve(HERE, "../..");
+const env = (name, fallback) => process.env[name] || fallback;
+const PYTHON = env("PTXLS_PYTHON", join(REPO, ".venv/bin/python"));
+const VSIX = env("PTXLS_VSIX", join(REPO, "vscode-client/ptxls.vsix"));
+const CODE_SERVER = env("CODE_SERVER", "");
+const CHROMIUM = env("CHROMIUM", "/usr/bin/chromium");
+const OUT = resolve(env("PTXLS_E2E_DEBUG_OUT", join(REPO, ".e2e/vscode-debugger")));
+const SLOW = 120_000;
+
+const VEC_ADD = readFileSync(join(REPO, "examples/vec_add.ptx"), "utf8");
+const STORE_LINE = VEC_ADD.split("\n").findIndex((l) => l.includes("st.global.f32")) + 1;
+const [BLOCK, THREAD, N] = [1, 7, 4096];
+const INDEX = BLOCK * 256 + THREAD; // the kernel's i for that thread (256 threads a block)
+const PLANTED_FROM = 600; // the planted kernel's elements from here on get a - b
+
+const results = [];
+let shotIndex = 0;
+let currentPage = null;
+
+async function main() {
+  for (const [what, path] of [["PTXLS_PYTHON", PYTHON], ["PTXLS_VSIX", VSIX], ["CODE_SERVER", CODE_SERVER], ["CHROMIUM", CHROMIUM]]) {
+    if (!path || !existsSync(path)) throw new Error(`${what}=${path || "(unset)"} does not exist; run .ci/vscode-e2e.sh`);
+  }
+  rmSync(OUT, { recursive: true, force: true });
+  mkdirSync(OUT, { recursive: true });
+  const tmp = mkdtempSync(join(tmpdir(), "ptxls-vscode-debug-"));
+  const workspace = makeWorkspace(join(tmp, "workspace"));
+  const codeServer = await startCodeServer(tmp, workspace);
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"],
+  });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    page.setDefaultTimeout(30_000);
+    currentPage = page;
+    await page.goto(`${codeServer.url}/?folder=${encodeURIComponent(workspace)}`, { timeout: SLOW });
+    await page.locator(".monaco-workbench").waitFor({ timeout: SLOW });
+    await page.locator(".explorer-folders-view .monaco-list-row").first().waitFor({ timeout: SLOW });
+
+    await step("breakpoint, F5, the Variables view shows the registers", async () => {
+      await openFromExplorer(page, "vec_add.ptx");
+      await page.locator(".statusbar-item", { hasText: /ptxls/ }).first().waitFor({ timeout: SLOW });
+      await clickEditor(page);
+      await goToLine(page, STORE_LINE, 5);
+      await page.keyboard.press("F9");
+      await page.locator(".codicon-debug-breakpoint").first().waitFor();
+      await page.keyboard.press("F5");
+      await waitForStop(page, /Paused on breakpoint/i);
+      const variables = page.locator(".debug-variables");
+      await variables.waitFor();
+      // Registers is the first scope: VS Code expands it.
+      const r5 = variables.locator(".monaco-list-row", { hasText: "%r5" }).first();
+      await r5.waitFor({ timeout: SLOW });
+      const text = (await r5.innerText()).replace(/\s+/g, " ");
+      const want = `0x${INDEX.toString(16).padStart(8, "0")} (${INDEX})`;
+      if (!text.includes(want)) throw new Error(`%r5 reads "${text}", not ${want}`);
+      const line = await currentLine(page);
+      if (line !== STORE_LINE) throw new Error(`stopped on line ${line}, not ${STORE_LINE}`);
+      await shot(page, "debug-breakpoint-registers");
+      await stopDebugging(page);
+      return `stopped on vec_add.ptx:${STORE_LINE} in block ${BLOCK} thread ${THREAD}; Variables: "${text.trim()}"`;
+    });
+
+    await step("failed test → hover → Debug first wrong element", async () => {
+      await openFromExplorer(page, "wrong_add.ptx");
+      await clickEditor(page);
+      await page.keyboard.press("Control+Shift+F9"); // Remove All Breakpoints (the first step's)
+      const lines = readFileSync(join(workspace, "wrong_add.ptx"), "utf8").split("\n");
+      const entry = lines.findIndex((l) => l.includes(".entry vec_add"));
+      await goToLine(page, entry + 1, lines[entry].indexOf("vec_add") + 2);
+      await runCommand(page, "ptxls: Run GPU test for this kernel");
+      await waitFor(() => existsSync(join(workspace, ".ptxls/debug/last-failed.json")), "the failed test's record", SLOW);
+      await clickEditor(page);
+      await goToLine(page, entry + 1, lines[entry].indexOf("vec_add") + 2);
+      await hoverAtCursor(page);
+      const link = page.locator(".monaco-hover:visible a", { hasText: "Debug first wrong element" }).first();
+      await link.waitFor({ timeout: SLOW });
+      await link.scrollIntoViewIfNeeded();
+      await link.hover(); // the pointer on the link keeps the hover open
+      await shot(page, "debug-first-wrong-hover");
+      await link.click();
+      await waitForStop(page, new RegExp(`c\\[${PLANTED_FROM}\\] written`, "i")); // the stop's description
+      const r5 = page.locator(".debug-variables .monaco-list-row", { hasText: "%r5" }).first();
+      await r5.waitFor({ timeout: SLOW });
+      const value = (await r5.innerText()).replace(/\s+/g, " ");
+      if (!value.includes(`(${PLANTED_FROM})`)) throw new Error(`%r5 of the writer reads "${value}", not ${PLANTED_FROM}`);
+      const frame = await page.locator(".debug-call-stack .monaco-list-row.selected, .debug-call-stack .monaco-list-row.focused").first().innerText();
+      const writer = `block (${Math.floor(PLANTED_FROM / 256)},0,0) thread (${PLANTED_FROM % 256},0,0)`;
+      const stack = (await page.locator(".debug-call-stack").innerText()).replace(/\s+/g, " ");
+      if (!stack.includes(writer)) throw new Error(`the call stack does not show ${writer}: "${stack.slice(0, 300)}"`);
+      await shot(page, "debug-first-wrong-stop");
+      await stopDebugging(page);
+      return `one click from the hover: stopped where ${writer} wrote c[${PLANTED_FROM}] (${frame.replace(/\s+/g, " ").slice(0, 80)})`;
+    });
+  } finally {
+    await codeServer.stop();
+    await browser.close().catch(() => undefined);
+    writeFileSync(join(OUT, "results.json"), JSON.stringify({ results }, null, 2) + "\n");
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------------------- the workspace
+
+function makeWorkspace(dir) {
+  mkdirSync(join(dir, ".vscode"), { recursive: true });
+  writeFileSync(join(dir, "vec_add.ptx"), VEC_ADD);
+  // its test spec (and the debugger's inputs) come from the paired CUDA source's signature
+  writeFileSync(join(dir, "vec_add.cu"), readFileSync(join(REPO, "examples/vec_add.cu"), "utf8"));
+  const annotated = "// @gputest a: in f32[n]; b: in f32[n]; c: out f32[n]; n: size; ref: c = a + b\n// @gputest sizes: 1000 3007\n";
+  const wrong = VEC_ADD.replace(".reg .pred  %p<2>;", ".reg .pred  %p<3>;")
+    .replace("    add.f32         %f3, %f1, %f2;\n", `    setp.ge.s32     %p2, %r5, ${PLANTED_FROM};\n    add.f32         %f3, %f1, %f2;\n    @%p2 sub.f32    %f3, %f1, %f2;\n`)
+    .replace(".visible .entry vec_add(", `${annotated}.visible .entry vec_add(`);
+  if (wrong === VEC_ADD) throw new Error("examples/vec_add.ptx changed: the planted bug no longer applies");
+  writeFileSync(join(dir, "wrong_add.ptx"), wrong);
+  writeFileSync(join(dir, ".vscode/settings.json"), JSON.stringify({ "ptxls.server.pythonPath": PYTHON, "ptxls.test.device": "cpu" }, null, 2));
+  writeFileSync(
+    join(dir, ".vscode/launch.json"),
+    JSON.stringify({ version: "0.2.0", configurations: [{ type: "ptxls", request: "launch", name: "vec_add, block 1 thread 7", program: "${workspaceFolder}/vec_add.ptx", n: N, block: BLOCK, thread: THREAD }] }, null, 2),
+  );
+  return dir;
+}
+
+// ---------------------------------------------------------------------------- the UI
+
+async function waitForStop(page, reason) {
+  // The call stack says why it paused ("Paused on breakpoint", "Paused on data breakpoint").
+  await page.locator(".debug-toolbar").first().waitFor({ timeout: SLOW });
+  if (!(await page.locator(".debug-call-stack").first().isVisible())) {
+    await page.keyboard.press("Control+Shift+D"); // Run and Debug (a start from a link keeps the explorer)
+  }
+  await page.locator(".debug-call-stack", { hasText: reason }).first().waitFor({ timeout: SLOW });
+}
+
+async function stopDebugging(page) {
+  await page.keyboard.press("Shift+F5");
+  await page.locator(".debug-toolbar").first().waitFor({ state: "hidden", timeout: SLOW });
+}
+
+async function currentLine(page) {
+  // The editor's status bar "Ln N, Col M" follows the debugger's current line.
+  const item = await page.locator(".statusbar-item", { hasText: /Ln \d+, Col \d+/ }).first().innerText();
+  return Number(/Ln (\d+)/.exec(item)[1]);
+}
+
+async function openFromExplorer(page, name) {
+  if (!(await page.locator(".explorer-folders-view").first().isVisible())) {
+    await page.keyboard.press("Control+Shift+E"); // the Run and Debug view replaced it
+    await page.locator(".explorer-folders-view").first().waitFor();
+  }
+  const exact = new RegExp(`^\\s*${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\s*$`);
+  const row = page.locator(".explorer-folders-view .monaco-list-row").filter({ hasText: exact }).first();
+  await row.dblclick();
+  await page.locator(".tabs-container .tab.active", { hasText: name }).waitFor();
+  await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().waitFor();
+}
+
+async function clickEditor(page) {
+  await page.locator(".editor-group-container.active .monaco-editor .overflow-guard").first().click({ position: { x: 300, y: 10 } });
+}
+
+async function goToLine(page, line, column) {
+  await page.keyboard.press("Control+G");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor();
+  await input.fill(`:${line}:${column}`);
+  await page.locator(".quick-input-widget", { hasText: `${line}` }).waitFor();
+  await page.keyboard.press("Enter");
+  await page.locator(".quick-input-widget").waitFor({ state: "hidden" });
+  await page.locator(".statusbar-item", { hasText: `Ln ${line}, Col ${column}` }).first().waitFor();
+}
+
+async function runCommand(page, label) {
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor();
+  await input.fill(`>${label}`);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: label }).first().waitFor();
+  await page.keyboard.press("Enter");
+}
+
+async function hoverAtCursor(page) {
+  const cursor = page.locator(".editor-group-container.active .monaco-editor .cursors-layer .cursor").first();
+  const box = await cursor.boundingBox();
+  if (box) {
+    await page.mouse.move(box.x + 6, box.y + box.height / 2);
+    try {
+      await page.locator(".monaco-hover:visible").first().waitFor({ timeout: 10_000 });
+      return;
+    } catch {
+      // the keyboard below
+    }
+  }
+  await runCommand(page, "Show or Focus Hover");
+  await page.locator(".monaco-hover:visible").first().waitFor();
+}
+
+async function shot(page, name) {
+  shotIndex += 1;
+  const file = join(OUT, `${String(shotIndex).padStart(2, "0")}-${name}.png`);
+  await page.screenshot({ path: file });
+  return file;
+}
+
+// ---------------------------------------------------------------------------- plumbing
+
+async function startCodeServer(tmp, workspace) {
+  const port = await freePort();
+  const dirs = Object.fromEntries(["user-data", "extensions", "xdg-data", "xdg-config", "xdg-cache"].map((d) => [d, join(tmp, d)]));
+  Object.values(dirs).forEach((d) => mkdirSync(d, { recursive: true }));
+  mkdirSync(join(dirs["user-data"], "User"), { recursive: true });
+  writeFileSync(
+    join(dirs["user-data"], "User/settings.json"),
+    JSON.stringify({
+      "workbench.startupEditor": "none",
+      "workbench.tips.enabled": false,
+      "security.workspace.trust.enabled": false,
+      "telemetry.telemetryLevel": "off",
+      "extensions.autoCheckUpdates": false,
+      "extensions.autoUpdate": false,
+      "extensions.ignoreRecommendations": true,
+      "update.mode": "none",
+      "editor.hover.delay": 300,
+      "chat.commandCenter.enabled": false,
+      "workbench.secondarySideBar.defaultVisibility": "hidden",
+      "debug.toolBarLocation": "floating",
+    }),
+  );
+  const config = join(tmp, "code-server.yaml");
+  writeFileSync(config, "auth: none\ncert: false\n");
+  const childEnv = { ...process.env, XDG_DATA_HOME: dirs["xdg-data"], XDG_CONFIG_HOME: dirs["xdg-config"], XDG_CACHE_HOME: dirs["xdg-cache"] };
+  const install = spawnSync(process.execPath, [CODE_SERVER, "--install-extension", VSIX, "--extensions-dir", dirs.extensions, "--user-data-dir", dirs["user-data"]], { env: childEnv, encoding: "utf8" });
+  if (install.status !== 0) throw new Error(`code-server --install-extension failed:\n${install.stdout}\n${install.stderr}`);
+  const child = spawn(
+    process.execPath,
+    [CODE_SERVER, "--config", config, "--auth", "none", "--bind-addr", `127.0.0.1:${port}`, "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
+      "--user-data-dir", dirs["user-data"], "--extensions-dir", dirs.extensions, workspace],
+    { env: childEnv, detached: true, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let output = "";
+  child.stdout.on("data", (d) => (output += d));
+  child.stderr.on("data", (d) => (output += d));
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(async () => {
+    if (child.exitCode !== null) throw new Error(`code-server exited (${child.exitCode}):\n${output}`);
+    return fetch(`${url}/healthz`).then((r) => r.ok, () => false);
+  }, "code-server to answer /healthz", 60_000);
+  return {
+    url,
+    async stop() {
+      writeFileSync(join(OUT, "code-server.log"), output);
+      try {
+        process.kill(-child.pid, "SIGTERM");
+      } catch {
+        return;
+      }
+      const deadline = Date.now() + 5000;
+      while (Date.now() < deadline) {
+        try {
+          process.kill(-child.pid, 0);
+        } catch {
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    },
+  };
+}
+
+function freePort() {
+  return new Promise((ok, fail) => {
+    const server = createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => ok(port));
+    });
+    server.on("error", fail);
+  });
+}
+
+async function waitFor(condition, what, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await condition()) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+}
+
+async function step(name, body) {
+  const started = Date.now();
+  try {
+    const detail = await body();
+    results.push({ step: name, status: "passed", detail, seconds: (Date.now() - started) / 1000 });
+    console.log(`PASS  ${name} — ${detail}`);
+  } catch (error) {
+    results.push({ step: name, status: "failed", detail: error.message, seconds: (Date.now() - started) / 1000 });
+    console.log(`FAIL  ${name} — ${error.message.trim().replace(/\s*\n\s*/g, " | ").slice(0, 400)}`);
+    await shot(currentPage, `FAILED-${name.replace(/[^A-Za-z0-9]+/g, "-")}`).catch(() => undefined);
+    await currentPage?.keyboard.press("Escape").catch(() => undefined); // a dialog left open
+  }
+}
+
+main()
+  .then(() => {
+    const failed = results.filter((r) => r.status === "failed");
+    console.log(`\n${results.length - failed.length} passed, ${failed.length} failed; screenshots in ${OUT}`);
+    process.exit(failed.length ? 1 : 0);
+  })
+  .catch((error) => {
+    console.error(`vscode debugger e2e: ${error.stack ?? error}`);
+    process.exit(1);
+  });
