@@ -343,8 +343,9 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.
 
 def _subparser(parser: argparse.ArgumentParser, command: str | None):
     for action in parser._subparsers._group_actions if parser._subparsers else ():
-        if command in getattr(action, "choices", {}):
-            return action.choices[command]
+        choices = getattr(action, "choices", None)  # a subparsers action's: name → parser
+        if isinstance(choices, dict) and command in choices:
+            return choices[command]
     return None
 
 

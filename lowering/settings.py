@@ -121,15 +121,17 @@ LLM_SETTINGS = (
     SettingSpec("extraHeaders", "extra_headers", "object", {}, env=("PTXLS_LLM_EXTRA_HEADERS",)),
 )  # fmt: skip
 
-# LSP config key (under ptxls.llm) → dataclass field, aliases included
+# LSP config key (under ptxls.llm) → dataclass field, aliases included (every row here fills a
+# field: ``attr`` is None only for the client's own settings, in server/settings.py)
 CONFIG_KEYS = {
     key: spec.attr
     for spec in LLM_SETTINGS
+    if spec.attr
     for key in ((spec.key,) if spec.key else ()) + spec.aliases
 }
 # environment variable → dataclass field (the OpenAI SDK's own names where they exist)
-ENV_KEYS = {var: spec.attr for spec in LLM_SETTINGS for var in spec.env}
-_SPEC_OF_FIELD = {spec.attr: spec for spec in LLM_SETTINGS}
+ENV_KEYS = {var: spec.attr for spec in LLM_SETTINGS if spec.attr for var in spec.env}
+_SPEC_OF_FIELD = {spec.attr: spec for spec in LLM_SETTINGS if spec.attr}
 
 
 def read_value(spec: SettingSpec, value: object, default: object) -> object:
@@ -340,7 +342,9 @@ def _apply(s: LlmSettings, values: Mapping[str, object], env: bool, where: str) 
             continue
         try:
             if env:
-                value = read_text(spec, values[key], default)
+                text = values[key]
+                assert isinstance(text, str)  # the environment holds text
+                value = read_text(spec, text, default)
             else:
                 value = read_value(spec, values[key], default)
         except (TypeError, ValueError) as e:
