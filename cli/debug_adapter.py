@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import BinaryIO, cast
 
 
 def add_parser(subparsers) -> None:
@@ -24,5 +25,6 @@ def run(args: argparse.Namespace) -> int:
     # The protocol needs the raw byte stream (Content-Length counts bytes); the CLI's text
     # stdout wrapper scrubs secrets from log text, and nothing the adapter writes carries one
     # (PTX lines, register values, paths).
-    out = getattr(sys.stdout, "buffer", None) or sys.__stdout__.buffer
+    raw = getattr(sys.stdout, "buffer", None) or getattr(sys.__stdout__, "buffer", None)
+    out = cast(BinaryIO, raw)
     return Adapter(Channel(sys.stdin.buffer, out)).serve()

@@ -9,6 +9,7 @@ they hand out are valid until the next resume, as the protocol allows.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -47,11 +48,19 @@ class Adapter:
         self.data_ids: list[str] = []  # the editor's data breakpoints (setDataBreakpoints)
         self.launch_watch: str | None = None  # the launch configuration's ``watch``
         self.runner: threading.Thread | None = None
-        self.refs: dict[int, object] = {}
+        self.refs: dict[int, Callable[..., list[dict]]] = {}
         self.stop_on_entry = False
         self.done = False
         self.halting = False
         self.stop_on_findings = True
+
+    @property
+    def live(self) -> Session:
+        """The launched session (a request that needs one before launch is answered with
+        this error)."""
+        if self.session is None:
+            raise ValueError("not launched")
+        return self.session
 
     # ---- main loop
 
@@ -118,23 +127,23 @@ class Adapter:
             block, thread = writer
             what = watch or (record or {}).get("watch")
             why = f"(the thread that writes {what}{' in the last failed test' if record else ''})"
-        self.session = Session(case, block, thread)
+        self.session = session = Session(case, block, thread)
         self.stop_on_entry = bool(a.get("stopOnEntry"))
-        self.session.stop_on_findings = self.stop_on_findings
-        if self.line_bps and self.session.case.source_map:
+        session.stop_on_findings = self.stop_on_findings
+        if self.line_bps and session.case.source_map:
             self._set_source_breakpoints(self.line_bps)
         elif self.line_bps:
-            self.session.set_breakpoints(self.line_bps)
+            session.set_breakpoints(self.line_bps)
         # "c[4097]": stop where that element is written (one click from a failed case)
         self.launch_watch = str(watch) if watch else None
         if self._all_data_ids():
-            for bp in self.session.set_data_breakpoints(self._all_data_ids()):
+            for bp in session.set_data_breakpoints(self._all_data_ids()):
                 if not bp["verified"]:
                     self._output(f"ptxls: data breakpoint not set: {bp['message']}\n", "stderr")
         self._output(
             f"ptxls: {case.kernel} n={case.n} seed={case.seed} grid={case.grid} "
-            f"block={case.block} on the CPU emulator; following block {_c(self.session.block)} "
-            f"thread {_c(self.session.thread)} {why}\n"
+            f"block={case.block} on the CPU emulator; following block {_c(session.block)} "
+            f"thread {_c(session.thread)} {why}\n"
         )
 
     def _last_failed(self, program: str, kernel, n, seed) -> dict | None:
@@ -228,13 +237,13 @@ class Adapter:
     def _set_source_breakpoints(self, specs: list[tuple[int, str]]) -> list[dict]:
         """CUDA lines → the first PTX line nvcc marked with each (or with the next line that
         has code); the answer names the CUDA line the breakpoint landed on."""
-        smap = self.session.case.source_map
+        smap = self.live.case.source_map
         placed = []
         for line, cond in specs:
             target = min((c for c in smap.values() if c >= line), default=None)
             ptx_line = min((p for p, c in smap.items() if c == target), default=10**9)
             placed.append((ptx_line, cond, target))
-        out = self.session.set_breakpoints([(p, c) for p, c, _ in placed])
+        out = self.live.set_breakpoints([(p, c) for p, c, _ in placed])
         for bp, (_, _, target) in zip(out, placed, strict=True):
             if bp.get("verified"):
                 bp["line"] = smap.get(bp["line"], target)
@@ -315,7 +324,7 @@ class Adapter:
         self.runner = None
 
     def _run(self, mode: str, by_instruction: bool = False) -> None:
-        s = self.session
+        s = self.live
         try:
             smap = None if by_instruction else s.case.source_map
             start = smap.get(s.current_line() or 0) if smap else None
@@ -346,7 +355,7 @@ class Adapter:
         self._stopped(stop)
 
     def _stopped(self, stop: Stop) -> None:
-        s = self.session
+        s = self.live
         body = {"reason": stop.reason, "threadId": s.thread_id(s.block, s.thread),
                 "allThreadsStopped": True, "preserveFocusHint": False}  # fmt: skip
         if stop.description:
@@ -396,7 +405,7 @@ class Adapter:
         self.ch.respond(req, {"threads": threads})
 
     def on_stackTrace(self, req, args) -> None:
-        s = self.session
+        s = self.live
         tid = int(args.get("threadId", 0))
         block, thread = s.coords(tid) if tid else (s.block, s.thread)
         w = s.wave_index(block, thread)
@@ -419,7 +428,7 @@ class Adapter:
         self.ch.respond(req, {"stackFrames": [frame], "totalFrames": 1})
 
     def on_scopes(self, req, args) -> None:
-        s = self.session
+        s = self.live
         fid = int(args["frameId"])
         w = s.wave_index(*s.coords(fid))
         if w is None:
@@ -456,18 +465,18 @@ class Adapter:
                 "variablesReference": ref, "indexedVariables": int(values.size)}  # fmt: skip
 
     def _shared(self, w: int) -> list[dict]:
-        s = self.session
+        s = self.live
         return [self._array(name, et, lambda name=name: next(
             v for n, _, v in V.shared_arrays(s, w) if n == name))
             for name, et, _ in V.shared_arrays(s, w)]  # fmt: skip
 
     def _globals(self) -> list[dict]:
-        s = self.session
+        s = self.live
         return [self._array(b.name, b.dtype, lambda b=b: V.buffer_view(s, b))
                 for b in s.case.buffers]  # fmt: skip
 
     def _warp(self, w: int) -> list[dict]:
-        s = self.session
+        s = self.live
         lanes, active, exited = V.warp_lanes(s, w)
         out = [V._var("active mask", f"0x{active:08x}", "b32"),
                V._var("exited mask", f"0x{exited:08x}", "b32")]  # fmt: skip

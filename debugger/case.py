@@ -115,6 +115,7 @@ def build_case(program: str, kernel: str | None = None, n: int | None = None,
     if not kernels:
         raise CaseError(f"{program} has no .entry kernel")
     if cuda_text is not None:
+        assert kernel is not None  # named above (the first __global__ one by default)
         res = resolve_spec(SpecSource("cuda", cuda_text, kernel, str(program)))
         kernel = entry
     elif triton is not None:
@@ -128,6 +129,7 @@ def build_case(program: str, kernel: str | None = None, n: int | None = None,
     if not res.ok:
         raise CaseError(f"{kernel}: {unusable(res)}")
     spec = res.spec
+    assert spec is not None  # res.ok
     if n is None:
         small = [s for s in spec.sizes if 0 < s <= DEFAULT_MAX_N]
         n = max(small) if small else 256

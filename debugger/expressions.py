@@ -48,7 +48,7 @@ def _tokens(text: str) -> list[str]:
         m = _TOKEN.match(text, pos)
         if m is None or m.end() == pos:
             raise ExpressionError(f"cannot read '{text[pos : pos + 12]}' in '{text}'")
-        out.append(m.group(m.lastgroup))
+        out.append(m.group(m.lastgroup or 0))
         pos = m.end()
     return out
 

@@ -56,6 +56,7 @@ class _Writers:
         if t.size != a.size:
             t = np.broadcast_to(t[:1], a.shape) if t.size else t
         wave = self.ex.wave
+        assert wave is not None  # a store runs in a wave
         gid = wave.block_ids[wave.slot[t]].astype(np.int64) * self.bt + wave.lin[t]
         for b in self.outs:
             item = b.storage.itemsize

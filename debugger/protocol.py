@@ -50,7 +50,7 @@ class Channel:
             self.out.flush()
 
     def respond(self, request: dict, body: dict | None = None, error: str | None = None) -> None:
-        msg = {"type": "response", "request_seq": request.get("seq", 0),
+        msg: dict[str, object] = {"type": "response", "request_seq": request.get("seq", 0),
                "command": request.get("command", ""), "success": error is None}  # fmt: skip
         if error is not None:
             msg["message"] = error
@@ -60,7 +60,7 @@ class Channel:
         self.send(msg)
 
     def event(self, name: str, body: dict | None = None) -> None:
-        msg = {"type": "event", "event": name}
+        msg: dict[str, object] = {"type": "event", "event": name}
         if body is not None:
             msg["body"] = body
         self.send(msg)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +24,9 @@ from ptxls import emulator
 
 from . import expressions as X
 from .case import Case
+
+if TYPE_CHECKING:
+    from ptxls.emulator.state import Wave
 
 NO_LIMIT = 1 << 62
 
@@ -112,11 +116,17 @@ class Session:
             return None
         return self.ex.thread_index(block or self.block, thread or self.thread)
 
+    @property
+    def wave(self) -> Wave:
+        """The resident wave (there is one from the first step of a run on)."""
+        assert self.ex.wave is not None, "no wave started yet"
+        return self.ex.wave
+
     def wave_coords(self, w: int):
-        return self.ex.wave.block_of(w), self.ex.wave.tid_of(w)
+        return self.wave.block_of(w), self.wave.tid_of(w)
 
     def pc_of(self, w: int | None) -> int | None:
-        if w is None or self.ex.sched is None or self.ex.wave.exited[w]:
+        if w is None or self.ex.sched is None or self.wave.exited[w]:
             return None
         return self.ex.pc_of(w)
 
@@ -187,6 +197,7 @@ class Session:
                 continue
             name, k = info["dataId"][:-1].split("[")
             buf = self.case.buffer(name)
+            assert buf is not None  # data_breakpoint_info named it
             lo = buf.address + int(k) * buf.storage.itemsize
             self.data_breakpoints.append(
                 DataBreakpoint(bid, name, int(k), lo, lo + buf.storage.itemsize)
@@ -231,10 +242,12 @@ class Session:
         if ex._need_wave() and not ex._start_wave():
             ex._finish()
             return None
-        pc = ex.sched._pick()
+        sched = ex.sched
+        assert sched is not None  # a wave was started above
+        pc = sched._pick()
         if pc is None:
             return (None, None)
-        return pc, ex.sched.groups[pc]
+        return pc, sched.groups[pc]
 
     def run(self, mode: str = "continue") -> Stop | None:
         """Run until a stop (returned) or the end of the launch (None). ``mode``: continue,
@@ -278,7 +291,7 @@ class Session:
                     self.block, self.thread = tuple(f.block), tuple(f.thread)
                 self.shown_line = f.line
                 return Stop("exception", f.kind, f"{f.kind}: {f.message}", line=f.line)
-            if mine and mode != "continue" and self.ex.wave.exited[me]:
+            if mine and mode != "continue" and self.wave.exited[me]:
                 mode = "continue"  # the followed thread has ended: run on, as VS Code expects
                 self.thread_exited = True
             if mine and mode != "continue":
@@ -366,4 +379,4 @@ def _dim3(v) -> tuple[int, int, int]:
     if isinstance(v, int):
         return (v, 0, 0)
     t = [int(x) for x in v] + [0, 0, 0]
-    return tuple(t[:3])
+    return (t[0], t[1], t[2])
