@@ -80,6 +80,12 @@ class Checks:
         )  # fmt: skip
 
 
+# a word of per-byte flags with every byte set (True is 1), by access size
+FLAG_WORD = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+ALL_SET = {2: np.uint16(0x0101), 4: np.uint32(0x01010101), 8: np.uint64(0x0101010101010101),
+           16: np.uint64(0x0101010101010101)}  # fmt: skip
+
+
 class SharedTracker:
     """Bookkeeping of one wave's shared memory: which bytes were ever written (initcheck, per
     byte), and per 4-byte word the last writer and readers since the block's last barrier
@@ -90,7 +96,7 @@ class SharedTracker:
     def __init__(self, nbytes: int, nblocks: int, block_bytes: int) -> None:
         self.block_bytes = max(block_bytes, 1)
         nwords = (nbytes + 3) // 4
-        self.written = np.zeros(nbytes, dtype=bool)
+        self.written = np.zeros((nbytes + 15) // 16 * 16, dtype=bool)  # padded: word views
         self.w_thread = np.full(nwords, -1, dtype=np.int32)
         self.w_epoch = np.full(nwords, -1, dtype=np.int32)
         self.w_line = np.zeros(nwords, dtype=np.int32)
@@ -110,15 +116,33 @@ class SharedTracker:
             return flat >> 2, threads
         return ((flat >> 2)[:, None] + np.arange(k)).reshape(-1), np.repeat(threads, k)
 
+    def _flag_words(self, flat: np.ndarray, total: int):
+        """(the byte flags viewed as total-byte words, word index per access) when every access
+        is aligned to its size (2, 4, 8 or 16 bytes): one gather or scatter, not total."""
+        if total not in ALL_SET or flat.size == 0 or self.written.size % 16:
+            return None
+        if np.bitwise_or.reduce(flat) & (total - 1):
+            return None
+        if total == 16:
+            return self.written.view(np.uint64).reshape(-1, 2), flat >> 4
+        return self.written.view(FLAG_WORD[total]), flat >> (total.bit_length() - 1)
+
+    def _unwritten(self, flat: np.ndarray, total: int) -> np.ndarray:
+        words = self._flag_words(flat, total)
+        if words is not None:
+            view, index = words
+            got = view[index]
+            return (got != ALL_SET[total]).any(axis=1) if got.ndim == 2 else got != ALL_SET[total]
+        if total == 1:
+            return ~self.written[flat]
+        return ~self.written[(flat[:, None] + np.arange(total))].all(axis=1)
+
     def read(self, wave, flat: np.ndarray, total: int, threads: np.ndarray, pc: int,
              describe) -> np.ndarray | None:  # fmt: skip
         """Checks a read for races; returns per lane whether it read a never-written byte
         (None if none did). Such a read is reported where its value is used (see
         Wave.mark_undefined): loading a whole tile and storing only its valid part is no bug."""
-        if total == 1:
-            unwritten = ~self.written[flat]
-        else:
-            unwritten = ~self.written[(flat[:, None] + np.arange(total))].all(axis=1)
+        unwritten = self._unwritten(flat, total)
         ww = self._words(flat, total, threads)
         if ww is not None:
             word, wthreads = ww
@@ -141,7 +165,11 @@ class SharedTracker:
 
     def write(self, wave, flat: np.ndarray, total: int, threads: np.ndarray, pc: int, line: int,
               describe) -> None:  # fmt: skip
-        if total == 1:
+        words = self._flag_words(flat, total)
+        if words is not None:  # aligned: one word of flags per access
+            view, index = words
+            view[index] = ALL_SET[total]
+        elif total == 1:
             self.written[flat] = True
         else:
             self.written[(flat[:, None] + np.arange(total)).reshape(-1)] = True

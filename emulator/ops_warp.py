@@ -21,12 +21,36 @@ def sync_wait(w, ins, sel, pc, mask_op) -> np.ndarray:
     return ready
 
 
+def whole_warps(w, idx) -> bool:
+    """idx (sorted, unique) is made of complete warps, each its 32 lanes in order: then lane k
+    of row r is idx[32 r + k] and nothing needs laying out."""
+    if idx.size == 0 or idx.size % 32 or w.block_threads % 32:
+        return False
+    rows = idx.reshape(-1, 32)
+    return bool(not (rows[:, 0] % 32).any() and (rows[:, 31] - rows[:, 0] == 31).all())
+
+
 def _lane_table(w, idx, vals, fill=0):
     """values laid out as [warp, lane] (absent lanes = fill), and each thread's warp row."""
+    if whole_warps(w, idx):
+        nw = idx.size // 32
+        table = np.ascontiguousarray(np.broadcast_to(vals, idx.shape)).reshape(nw, 32)
+        row = np.repeat(np.arange(nw), 32)
+        lane = np.tile(np.arange(32, dtype=np.int64), nw)
+        return table, None, row, lane
     gw = w.gwarp[idx]
-    uniq, row = np.unique(gw, return_inverse=True)
-    table = np.full((uniq.size, 32), fill, dtype=np.asarray(vals).dtype)
-    present = np.zeros((uniq.size, 32), dtype=bool)
+    if gw.size > 1 and not (gw[1:] < gw[:-1]).any():
+        # idx is sorted (a thread group), so its warps come in runs: rows without a sort
+        change = np.empty(gw.size, dtype=bool)
+        change[0] = True
+        np.not_equal(gw[1:], gw[:-1], out=change[1:])
+        row = np.cumsum(change) - 1
+        nrows = int(row[-1]) + 1
+    else:
+        uniq, row = np.unique(gw, return_inverse=True)
+        nrows = uniq.size
+    table = np.full((nrows, 32), fill, dtype=np.asarray(vals).dtype)
+    present = np.zeros((nrows, 32), dtype=bool)
     lane = w.lane[idx].astype(np.int64)
     table[row, lane] = vals
     present[row, lane] = True
@@ -70,8 +94,7 @@ def _shfl(w, ins, sel, pc):
         j = min_lane | (b & ~segmask)
         ok = j <= max_lane
     j = np.where(ok, j, lane) & 31
-    src_present = present[row, j]
-    val = np.where(src_present, table[row, j], a)
+    val = table[row, j] if present is None else np.where(present[row, j], table[row, j], a)
     w.put(dst, val, "b32", rsel)
     if pred_out is not None and type(pred_out) is not Sink:
         w.put(pred_out, ok, "pred", rsel)
@@ -136,6 +159,8 @@ def _match(w, ins, sel, pc):
         np.asarray(w.get(ops[2], "u32", ready, pc)).astype(np.uint64), ready.shape
     )
     table, present, row, lane = _lane_table(w, ready, a)
+    if present is None:  # whole warps: every lane there
+        present = np.ones(table.shape, dtype=bool)
     same = (table[row] == a[:, None]) & present[row]
     lane_bits = np.uint64(1) << np.arange(32, dtype=np.uint64)
     m = (same * lane_bits).sum(axis=1).astype(np.uint64) & mask

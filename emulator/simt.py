@@ -302,6 +302,11 @@ class Scheduler:
         """(threads that may run the .sync instruction now, threads that wait). A thread may
         run when every lane its member mask names has arrived or exited."""
         w = self.w
+        if self.forced_sync != pc and np.ndim(mask) == 0 and int(mask) & 0xFFFFFFFF == 0xFFFFFFFF:
+            from .ops_warp import whole_warps
+
+            if whole_warps(w, idx):  # every lane of each warp is here: all may run, none is bad
+                return idx, idx[:0]
         gw = w.gwarp[idx]
         lane_bits = np.uint64(1) << w.lane[idx].astype(np.uint64)
         present = np.bincount(gw, weights=lane_bits.astype(np.float64), minlength=w.nwarps)
