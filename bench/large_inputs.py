@@ -2,12 +2,13 @@
 server takes a 100 MB single-line didOpen, a 1M-line file, 3,000 didOpens at once, a 32 MB JSON
 array (issue 25's cases: 10.5 s, 1.6 s, 27 s, 1.4 s before).
 
-    .venv/bin/python bench/large_inputs.py
+    .venv/bin/python bench/large_inputs.py [--part NAME] [--only SUBSTRING] [--baseline DIR]
 
 For each case: a fresh server with a small PTX document open; the input is sent; then a hover
 on the small document every 50 ms for 12 s (20 s for the burst). The figure is the worst hover
 (each hover is sent after the whole input was written, so it includes the server's reading and
-parsing of the input ahead of it). Writes bench/results/large-inputs/<machine>-<date>.json/.md.
+parsing of the input ahead of it). Writes bench/results/large-inputs/<machine>-<date>[-part].json/.md
+(``--part`` names a run, e.g. before/after a change; ``--only`` runs the cases whose name holds it).
 """
 
 from __future__ import annotations
@@ -63,8 +64,13 @@ def _open(uri: str, text: str, language: str = "ptx") -> bytes:
         "uri": uri, "languageId": language, "version": 1, "text": text}}})  # fmt: skip
 
 
-def case(name: str, make, seconds: float) -> dict:
-    with tempfile.TemporaryDirectory(prefix="ptxls-large-") as tmp, RawServer(cwd=tmp) as s:
+def case(name: str, make, seconds: float, tree: str = "") -> dict:
+    """One case against a fresh server: this tree's, or the tree whose ``src/`` is ``tree``."""
+    env = {"PYTHONPATH": str(Path(tree).resolve() / "src")} if tree else None
+    with (
+        tempfile.TemporaryDirectory(prefix="ptxls-large-") as tmp,
+        RawServer(cwd=tmp, env=env) as s,
+    ):
         s.initialize(tmp)
         s.open(SMALL.as_uri(), TEXT)
         s.hover(SMALL.as_uri(), LINE, COL, timeout=60)
@@ -83,12 +89,21 @@ def case(name: str, make, seconds: float) -> dict:
         for line in Path(f"/proc/{s.proc.pid}/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
                 rss = int(line.split()[1]) // 1024
-    return {"case": name, "input_mb": round(len(data) / 1e6, 1), "written_in_s": round(sent, 2),
+    return {"case": name, "tree": tree or "this", "input_mb": round(len(data) / 1e6, 1), "written_in_s": round(sent, 2),
             "hovers": n, "worst_hover_ms": round(worst * 1000, 1), "server_peak_mb": rss,
             "before_s": BEFORE_S[name]}  # fmt: skip
 
 
 def main() -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--part", default="", help="suffix of the result files")
+    ap.add_argument("--only", default="", help="run only the cases whose name holds this")
+    ap.add_argument("--baseline", default="", metavar="DIR",
+                    help="also run each case against the ptxls tree in DIR (e.g. a `git archive` "
+                         "of an older commit), alternating, for a side-by-side comparison")  # fmt: skip
+    opts = ap.parse_args()
     cases = [
         ("100 MB single line", lambda t: _open((t / "big.ptx").as_uri(),
                                                HEADER + "// " + "x" * (100 << 20) + "\n"), 12),
@@ -100,13 +115,16 @@ def main() -> int:
     ]  # fmt: skip
     rows = []
     for name, make, seconds in cases:
-        rows.append(case(name, make, seconds))
-        print(json.dumps(rows[-1]), flush=True)
+        if opts.only not in name:
+            continue
+        for tree in ([opts.baseline] if opts.baseline else []) + [""]:
+            rows.append(case(name, make, seconds, tree))
+            print(json.dumps(rows[-1]), flush=True)
     machine = {"platform": platform.platform(), "python": platform.python_version(),
                "cpu_count": os.cpu_count(), "gpu": gpu_name(), "load_avg": os.getloadavg(),
                "note": "shared 2-core machine, about 8 people working on it"}  # fmt: skip
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    stem = result_path("large-inputs", "json").with_suffix("")
+    stem = result_path("large-inputs", "json", opts.part).with_suffix("")
     stem.with_suffix(".json").write_text(
         json.dumps({"when": when, "machine": machine, "rows": rows}, indent=2) + "\n"
     )
@@ -115,12 +133,14 @@ def main() -> int:
         "",
         f"{when}, {machine['platform']}, {machine['cpu_count']} CPUs, Python {machine['python']} "
         f"({machine['note']}; load average {', '.join(f'{x:.1f}' for x in machine['load_avg'])}"
-        "). Command: `.venv/bin/python bench/large_inputs.py`. Before: issue 25's figures.",
+        "). Command: `.venv/bin/python bench/large_inputs.py"
+        + (f" --part {opts.part}" if opts.part else "") + "`. Before: issue 25's figures.",
         "",
-        "| input | MB | hovers | worst hover | before | server peak MB |",
-        "|---|---|---|---|---|---|",
+        "| input | tree | MB | hovers | worst hover | issue 25 | server peak MB |",
+        "|---|---|---|---|---|---|---|",
         *[
-            f"| {r['case']} | {r['input_mb']} | {r['hovers']} | {r['worst_hover_ms']} ms | "
+            f"| {r['case']} | {r['tree']} | {r['input_mb']} | {r['hovers']} | "
+            f"{r['worst_hover_ms']} ms | "
             f"{r['before_s']} s | {r['server_peak_mb']} |"
             for r in rows
         ],  # fmt: skip

@@ -4,7 +4,10 @@ every other request on them is answered at once with no result.
 A 100 MB single-line didOpen used to stall every hover for 10.5 s (1.3 GB resident), a
 1M-line file 1.6 s, a 32 MB JSON array 1.4 s: parsing, lints and ptxas's output ran over the
 whole text, in threads that hold the GIL as much as the loop. Above ``MAX_DOCUMENT_BYTES`` the
-server keeps the text (the editor's buffer is the editor's) but runs nothing over it: the
+server runs nothing over a text; one that *arrives* above it (a didOpen, a whole-text change)
+is not even built: the transport reads the message as a stream and keeps the text's first
+``HEADER_BYTES`` and its size (``transport.read_streamed``; a 100 MB string cost the loop
+0.3-1 s in copies alone), drops ranged edits to it, and refuses commands on it. The
 document lifecycle (``features/ptx_diagnostics.py``) publishes one information diagnostic that
 says why, with the PTX header read from the first ``HEADER_BYTES`` (the one linear check), and
 the transport (``transport.py``) answers every ``textDocument/*`` request on it with ``null``,
@@ -18,6 +21,8 @@ from lsprotocol import types
 from ptxls.frontend.languages import PTX, language_of
 from ptxls.frontend.ptx import scan_header
 
+from .uris import canonical
+
 # Where navigation gives way to staying responsive. A generated library of a few thousand
 # kernels is 3-5 MB, and hover, definition and outline on it are what people open it for (its
 # parse runs off the loop: tests/test_large_ptx_navigation.py); a realistic 2.4 MB file costs
@@ -29,10 +34,15 @@ PRODUCER = "large-document"
 
 
 def size_if_too_large(ls, uri: str) -> int | None:
-    """The document's length when it is above the limit, else None (also when not open)."""
+    """The document's length when it is above the limit, else None (also when not open). A text
+    that arrived above the limit was cut to its first HEADER_BYTES by the transport, which
+    keeps its size as sent (``cut_documents``; building a 100 MB string stalled the loop)."""
     doc = ls.open_document(uri)
     if doc is None:
         return None
+    cut = getattr(ls, "cut_documents", None)
+    if cut and canonical(doc.uri) in cut:
+        return int(cut[canonical(doc.uri)])
     size = len(doc.source)
     return size if size > MAX_DOCUMENT_BYTES else None
 

@@ -27,31 +27,51 @@ workaround for it, kept here rather than patched into the installed package:
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import json.decoder
 import json.scanner
 import logging
 import os
 import re
+import secrets
 import sys
 import threading
+from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from pygls.exceptions import JsonRpcException
 from pygls.io_ import StdoutWriter
 
 from .inflight import CURRENT_REQUEST
-from .large_documents import request_uri, size_if_too_large
+from .large_documents import HEADER_BYTES, MAX_DOCUMENT_BYTES, request_uri, size_if_too_large
+from .uris import canonical
 
 log = logging.getLogger("ptxls.transport")
 
 MAX_BODY_BYTES = 128 << 20  # a 100 MB .ptx still fits; 10**12 does not
 MAX_HEADER_LINE = 64 << 10
 LARGE_BODY_BYTES = 1 << 20  # parsed by _decode_large, which lets the event loop run meanwhile
+# Above this a body is read as a stream (_read_streamed): a string longer than the document
+# limit is kept as its first HEADER_BYTES, never built whole.
+STREAM_BODY_BYTES = MAX_DOCUMENT_BYTES
+SKELETON_MAX_BYTES = 4 << 20  # a message's JSON outside its long strings
+_INLINE_STRING_BYTES = 64 << 10  # a string up to this stays in the skeleton as it came
+# Messages a textDocument request may overtake when they are about another document.
+_DOCUMENT_NOTIFICATIONS = frozenset(
+    {
+        "textDocument/didOpen",
+        "textDocument/didChange",
+        "textDocument/didSave",
+        "textDocument/didClose",
+        "textDocument/willSave",
+    }
+)
 _CHUNK = 64 << 10
 _HEADER = re.compile(rb"Content-Length:[ \t]*(\d{1,20})[ \t]*\r?\n?$", re.IGNORECASE)
 
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
+REQUEST_FAILED = -32803  # LSP 3.17: a request that is valid but failed
 SERVER_NOT_INITIALIZED = -32002
 
 
@@ -106,6 +126,168 @@ class _Input:
             out += chunk
         return bytes(out)
 
+    def discard(self, n: int) -> None:
+        while n > 0:
+            got = len(self.read(min(n, 1 << 20)))
+            if not got:
+                return
+            n -= got
+
+
+@dataclass
+class _Streamed:
+    """A large body read as a stream: its JSON with every string longer than
+    ``_INLINE_STRING_BYTES`` replaced by a placeholder, and those strings (whole up to
+    ``MAX_DOCUMENT_BYTES`` as sent, else their first ``HEADER_BYTES``)."""
+
+    skeleton: bytearray = field(default_factory=bytearray)
+    token: str = field(default_factory=lambda: secrets.token_hex(8))
+    strings: list[tuple[list[bytes], int]] = field(default_factory=list)  # (kept pieces, size)
+    too_complex: bool = False
+
+
+@dataclass
+class Cut:
+    """A string of a message that was too long to keep: its first HEADER_BYTES, decoded, and
+    its size as sent. ``Parsed.cuts`` says where each one was (a path into the message)."""
+
+    prefix: str
+    size: int
+
+
+@dataclass
+class Parsed:
+    data: Any
+    cuts: list[tuple[tuple, Cut]] = field(default_factory=list)
+
+
+def read_streamed(read, n: int) -> _Streamed:
+    """Read ``n`` body bytes with ``read(k)`` and split them as _Streamed says, chunk by chunk:
+    no copy of the whole body is ever made, and no call holds the GIL for more than a chunk (a
+    100 MB didOpen held it 0.3-0.6 s in json.loads, 0.1-0.25 s for each copy, on a 2-core VM)."""
+    out = _Streamed()
+    in_string = False
+    pieces: list[bytes] = []
+    size = 0
+    carry = b""  # a lone backslash that ended the previous chunk inside a string
+    left = n
+    while left > 0:
+        chunk = read(min(left, 1 << 20))
+        if not chunk:
+            break
+        left -= len(chunk)
+        if carry:
+            chunk, carry = carry + chunk, b""
+        pos = 0
+        while pos < len(chunk):
+            if not in_string:
+                q = chunk.find(b'"', pos)
+                end = len(chunk) if q < 0 else q
+                out.skeleton += chunk[pos:end]
+                if len(out.skeleton) > SKELETON_MAX_BYTES:
+                    out.too_complex = True
+                    while left > 0:  # read (and drop) the rest: the next message follows it
+                        got = read(min(left, 1 << 20))
+                        if not got:
+                            break
+                        left -= len(got)
+                    return out
+                if q < 0:
+                    break
+                in_string, pieces, size, pos = True, [], 0, q + 1
+                continue
+            stop = _string_end(chunk, pos)
+            part = chunk[pos:stop]
+            size += len(part)
+            if size - len(part) <= MAX_DOCUMENT_BYTES:  # still kept whole
+                pieces.append(part)
+                if size > MAX_DOCUMENT_BYTES:  # from now on cut: its head is all it keeps
+                    head, k = [], 0
+                    for piece in pieces:
+                        head.append(piece)
+                        k += len(piece)
+                        if k > HEADER_BYTES + 16:
+                            break
+                    pieces = [b"".join(head)[: HEADER_BYTES + 16]]
+            if stop < len(chunk) and chunk[stop : stop + 1] == b'"':
+                if size <= _INLINE_STRING_BYTES:
+                    out.skeleton += b'"' + b"".join(pieces) + b'"'
+                else:
+                    ph = f'"\\u0000ptxls-{out.token}-{len(out.strings)}"'
+                    out.skeleton += ph.encode()
+                    out.strings.append((pieces, size))
+                in_string, pos = False, stop + 1
+                continue
+            carry = chunk[stop:]  # a lone backslash at the end: the pair ends in the next chunk
+            break
+    if in_string or carry:
+        out.too_complex = True  # the body ended inside a string: not JSON
+    return out
+
+
+def _string_end(chunk: bytes, pos: int) -> int:
+    """Where the inside of a JSON string that goes on at ``pos`` stops in ``chunk``: at its
+    closing quote, at the chunk's end, or before a last backslash whose escaped byte is in the
+    next chunk. Only quotes cost a step (bytes.find for the rest: a regex took 12 ns a byte)."""
+    while True:
+        q = chunk.find(b'"', pos)
+        if q < 0:
+            end = len(chunk)
+            k = end
+            while k > pos and chunk[k - 1] == 0x5C:  # backslash
+                k -= 1
+            return end - 1 if (end - k) % 2 else end
+        k = q
+        while k > pos and chunk[k - 1] == 0x5C:
+            k -= 1
+        if (q - k) % 2 == 0:
+            return q  # an unescaped quote
+        pos = q + 1
+
+
+def _decode_piece(raw: bytes, whole: bool) -> str:
+    """A JSON string's inside, decoded; a cut one may end inside an escape or a UTF-8 sequence,
+    which is dropped."""
+    if whole:
+        return json.loads(b'"' + raw + b'"')
+    raw = raw[:HEADER_BYTES]
+    for trim in range(0, 13):
+        try:
+            text = (raw[: len(raw) - trim] if trim else raw).decode("utf-8", errors="ignore")
+            decoded: str = json.loads('"' + text + '"')
+            if decoded and "\ud800" <= decoded[-1] <= "\udbff":  # half of a \uXXXX pair
+                decoded = decoded[:-1]
+            return decoded
+        except ValueError:
+            continue
+    return ""
+
+
+def assemble(streamed: _Streamed) -> Parsed:
+    """The message of a streamed body: the skeleton parsed, each placeholder replaced by its
+    string, or by a cut one's prefix (its place and size in ``cuts``). Raises ValueError."""
+    if streamed.too_complex:
+        raise ValueError("not JSON, or too much JSON outside its strings")
+    data = json.loads(bytes(streamed.skeleton))
+    marker = f"\0ptxls-{streamed.token}-"
+    cuts: list[tuple[tuple, Cut]] = []
+
+    def walk(value: Any, path: tuple) -> Any:
+        if isinstance(value, str) and value.startswith(marker):
+            pieces, size = streamed.strings[int(value[len(marker) :])]
+            if size <= MAX_DOCUMENT_BYTES:
+                return _decode_piece(b"".join(pieces), True)
+            cut = Cut(_decode_piece(b"".join(pieces), False), size)
+            cuts.append((path, cut))
+            return cut.prefix
+        if isinstance(value, dict):
+            return {k: walk(v, (*path, k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v, (*path, i)) for i, v in enumerate(value)]
+        return value
+
+    return Parsed(walk(data, ()), cuts)
+
 
 _PARSE_FAILED = object()
 _END = object()  # the end of input (a body may well be JSON null)
@@ -139,21 +321,36 @@ class MessageLoop:
         self.input = _Input(stdin)
         self.writer = writer
         self.initialize_seen = False
+        # messages read and not yet dispatched, in order: (sequence number, Parsed or marker)
+        self.pending: collections.deque[tuple[int, Any]] = collections.deque()
+        self._seq = 0
+        self._overtakers = 0  # textDocument requests among them (_overtaker)
+        self._scan_after = 0  # _take: no new scan until the message with this number is out
+        # documents whose text came cut (above MAX_DOCUMENT_BYTES): canonical uri -> size sent
+        self.cut_documents: dict[str, int] = {}
+        server.cut_documents = self.cut_documents  # large_documents.size_if_too_large reads it
 
     async def run(self, stop: threading.Event) -> None:
         loop = asyncio.get_running_loop()
-        queue: asyncio.Queue = asyncio.Queue()
+        wake = asyncio.Event()
+
+        def arrive(item) -> None:
+            self._seq += 1
+            self.pending.append((self._seq, item))
+            if _overtaker(item) is not None:
+                self._overtakers += 1
+            wake.set()
 
         def read_all() -> None:
             try:
                 while not stop.is_set():
                     item = self._next_message()
-                    loop.call_soon_threadsafe(queue.put_nowait, item)
+                    loop.call_soon_threadsafe(arrive, item)
                     if item is _END:
                         return
             except Exception:  # the stream broke: end the session, say why
                 log.exception("reading the client's input failed")
-                loop.call_soon_threadsafe(queue.put_nowait, _END)
+                loop.call_soon_threadsafe(arrive, _END)
 
         threading.Thread(target=read_all, name="ptxls-stdin", daemon=True).start()
         handled = 0
@@ -163,7 +360,11 @@ class MessageLoop:
                 # a burst (3,000 didOpens) is dispatched in order, but the work already started
                 # (an earlier hover, a check) gets the loop every 32 messages
                 await asyncio.sleep(0)
-            item = await queue.get()
+            if not self.pending:
+                wake.clear()
+                await wake.wait()
+                continue
+            item = self._take()
             if item is _END:
                 return
             if item is _PARSE_FAILED:
@@ -171,18 +372,64 @@ class MessageLoop:
                 continue
             self.dispatch(item)
 
+    def _take(self):
+        """The next message to dispatch: the oldest, unless the oldest are notifications about
+        documents (a burst of didOpens, say) and a textDocument request about another document
+        waits behind them: that request goes first (LSP lets a server answer out of order; a
+        request never overtakes anything about its own document, or any other message). A scan
+        that finds nothing to move is not repeated until the message that stopped it is out."""
+        pending = self.pending
+        if (
+            self._overtakers
+            and len(pending) > 1
+            and pending[0][0] > self._scan_after
+            and _document_notification(pending[0][1]) is not None
+        ):
+            about: dict[str, int] = {}  # document -> the last of its notifications seen
+            for i, (seq, item) in enumerate(pending):
+                key = _document_notification(item)
+                if key is not None:
+                    about[key] = seq
+                    continue
+                key = _overtaker(item)
+                if key is not None and key not in about:
+                    del pending[i]
+                    self._overtakers -= 1
+                    return item
+                self._scan_after = about.get(key, seq) if key is not None else seq
+                break
+        _, item = pending.popleft()
+        if _overtaker(item) is not None:
+            self._overtakers -= 1
+        return item
+
     def _next_message(self):
-        """The next message as parsed JSON, _PARSE_FAILED, or _END at the end of input."""
+        """The next message (Parsed), _PARSE_FAILED, or _END at the end of input."""
         length = self._headers()
         if length is None:
             log.info("the client closed the input stream")
             return _END
+        if length > STREAM_BODY_BYTES:
+            streamed = read_streamed(self.input.read, length)
+            if streamed.too_complex:
+                log.error(
+                    "a message of %d bytes is not JSON or has more than %d bytes of JSON outside "
+                    "its strings: ignored",
+                    length,
+                    SKELETON_MAX_BYTES,
+                )
+                return _PARSE_FAILED
+            try:
+                return assemble(streamed)
+            except (ValueError, RecursionError):
+                log.error("a message body is not JSON (%d bytes)", length)
+                return _PARSE_FAILED
         body = self.input.read(length)
         if len(body) < length:
             log.info("the input ended inside a message")
             return _END
         try:
-            return json.loads(body) if length < LARGE_BODY_BYTES else _decode_large(body)
+            return Parsed(json.loads(body) if length < LARGE_BODY_BYTES else _decode_large(body))
         except (ValueError, RecursionError):
             log.error("a message body is not JSON (%d bytes)", len(body))
             self._resync(body)
@@ -214,7 +461,10 @@ class MessageLoop:
 
     # -- one message --------------------------------------------------------------------------
 
-    def dispatch(self, data: Any) -> None:
+    def dispatch(self, parsed: Parsed | Any) -> None:
+        if not isinstance(parsed, Parsed):
+            parsed = Parsed(parsed)
+        data = parsed.data
         if not isinstance(data, dict) or data.get("jsonrpc") != "2.0":
             log.error("a message is not a JSON-RPC 2.0 object")
             msg_id = data.get("id") if isinstance(data, dict) else None
@@ -233,6 +483,10 @@ class MessageLoop:
                 self.send_error(msg_id, INVALID_REQUEST, "Invalid Request: method is not a string")
             return
         if self._out_of_turn(method, msg_id, is_request):
+            return
+        if (parsed.cuts or self.cut_documents) and not self._cut_text(
+            method, data, parsed.cuts, is_request, msg_id
+        ):
             return
         try:
             message = self.protocol.structure_message(data)
@@ -292,6 +546,73 @@ class MessageLoop:
         finally:
             CURRENT_REQUEST.reset(token)
 
+    def _cut_text(self, method, data: dict, cuts: list, is_request: bool, msg_id) -> bool:
+        """Documents whose text is above the size limit: the server keeps their first
+        HEADER_BYTES (all that large_documents.notice reads) and their size, never the whole.
+        Whether the message goes on to pygls (possibly changed); False when it was answered or
+        dropped here."""
+        params: Any = data.get("params")
+        doc = params.get("textDocument") if isinstance(params, dict) else None
+        uri = doc.get("uri") if isinstance(doc, dict) else None
+        key = canonical(uri) if isinstance(uri, str) else None
+        if cuts:
+            size = max(cut.size for _, cut in cuts)
+            paths = [path for path, _ in cuts]
+            if key is not None and method == "textDocument/didOpen":
+                if paths == [("params", "textDocument", "text")]:
+                    self.cut_documents[key] = size
+                    return True
+            elif key is not None and method == "textDocument/didChange":
+                changes = params.get("contentChanges")
+                where = [
+                    p[2] for p in paths if len(p) == 4 and p[:2] == ("params", "contentChanges")
+                ]
+                if isinstance(changes, list) and len(where) == len(paths):
+                    # the text from the last cut change on is unknown past its head: that head
+                    # becomes the whole text, and the document is marked cut
+                    changes[:] = [{"text": changes[max(where)]["text"]}]
+                    self.cut_documents[key] = size
+                    return True
+            why = (
+                f"{_short(method)} holds a string of {size / 1e6:.1f} MB, above the "
+                f"{MAX_DOCUMENT_BYTES / 1e6:.0f} MB a server takes in a message: not handled"
+            )
+            if is_request:
+                self.send_error(msg_id, INVALID_PARAMS, why)
+            else:
+                log.error("%s", why)
+            return False
+        if key is None or key not in self.cut_documents:
+            if is_request and method == "workspace/executeCommand":
+                args = params.get("arguments") if isinstance(params, dict) else None
+                first = args[0] if isinstance(args, list) and args else None
+                if isinstance(first, str) and canonical(first) in self.cut_documents:
+                    self.send_error(msg_id, REQUEST_FAILED, self._cut_message(first))
+                    return False
+            return True
+        if method == "textDocument/didChange":
+            changes = params.get("contentChanges")
+            full = [
+                i for i, c in enumerate(changes or []) if isinstance(c, dict) and "range" not in c
+            ]
+            if not full:
+                return False  # edits of a text the server does not hold: nothing to apply
+            changes[:] = changes[full[-1] :]  # a whole new text: the document is whole again
+            del self.cut_documents[key]
+        elif method in ("textDocument/didOpen", "textDocument/didClose"):
+            del self.cut_documents[key]
+        elif is_request and not str(method).startswith("textDocument/"):
+            self.send_error(msg_id, REQUEST_FAILED, self._cut_message(str(uri)))
+            return False
+        return True
+
+    def _cut_message(self, uri: str) -> str:
+        size = self.cut_documents.get(canonical(uri), 0)
+        return (
+            f"{_short(uri.rsplit('/', 1)[-1], 80)} is {size / 1e6:.1f} MB, above the "
+            f"{MAX_DOCUMENT_BYTES / 1e6:.0f} MB a server analyses: run ptxls on it in a terminal"
+        )
+
     def _out_of_turn(self, method: str | None, msg_id, is_request: bool) -> bool:
         """A message the LSP lifecycle does not allow now (before initialize, after shutdown)
         or a notification sent with an id: refused (a request gets its error), never run."""
@@ -341,6 +662,30 @@ class MessageLoop:
             self.writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
         except (BrokenPipeError, OSError, ValueError):
             log.error("could not write to the client")
+
+
+def _document_notification(item) -> str | None:
+    """The document (canonical uri) a didOpen/didChange/didSave/didClose is about, else None."""
+    data = item.data if isinstance(item, Parsed) else None
+    if not isinstance(data, dict) or "id" in data:
+        return None
+    if data.get("method") not in _DOCUMENT_NOTIFICATIONS:
+        return None
+    uri = request_uri(data)
+    return canonical(uri) if uri is not None else None
+
+
+def _overtaker(item) -> str | None:
+    """The document a textDocument request is about (such a request may be answered ahead of
+    notifications about other documents), else None."""
+    data = item.data if isinstance(item, Parsed) else None
+    if not isinstance(data, dict) or not _is_id(data.get("id")):
+        return None
+    method = data.get("method")
+    if not isinstance(method, str) or not method.startswith("textDocument/"):
+        return None
+    uri = request_uri(data)
+    return canonical(uri) if uri is not None else None
 
 
 def _is_notification(protocol, method: str | None) -> bool:
