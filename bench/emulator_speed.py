@@ -6,8 +6,15 @@ interpreter of the same decoded instructions (bench/emulator_per_thread.py).
 Each launch's output is checked against the spec's numpy reference (a fast wrong answer would
 not count). Wall times are of ``emulator.launch`` alone (inputs and reference excluded).
 
-Writes bench/results/emulator-speed/<machine>-<date>.{json,md}.
-Run: .venv/bin/python bench/emulator_speed.py [--quick]
+Also the whole command the issue names: ``ptxls test --device cpu examples/vec_add.ptx`` (a new
+process each time: interpreter start, imports, ptxas, the worker, every spec size with its
+inputs, reference, poison/guard/canary and inputs-unchanged checks, comparison), its wall time,
+the CPU time of it and its children, and the sizes it ran (a replaced size is said). And beside
+each launch the H200's kernel time for the same launch where a committed result gives it
+(bench/results/emulator-speed/h200-times.json, made by bench/emulator_h200_times.py on the GPU).
+
+Writes bench/results/emulator-speed/<machine>-<date>[-part].{json,md}.
+Run: .venv/bin/python bench/emulator_speed.py [--quick] [--part NAME]
 """
 
 from __future__ import annotations
@@ -15,6 +22,8 @@ from __future__ import annotations
 import json
 import os
 import platform
+import resource
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,7 +40,8 @@ from ptxls import emulator  # noqa: E402
 from machine import result_path  # noqa: E402
 
 # (kernel, n): both engines (the per-thread one takes seconds per 10^5 thread-instructions)
-SIDE_BY_SIDE = [("vec_add", 1 << 16), ("softmax_rows", 17), ("scan_inclusive", 1 << 17)]
+SIDE_BY_SIDE = [("vec_add", 1 << 16), ("softmax_rows", 17), ("scan_inclusive", 1 << 17),
+                ("scan_inclusive", 1 << 19)]  # fmt: skip
 # vectorised only: the sizes the issue names (vec_add: the library kernel and examples/vec_add.ptx)
 LARGE = [("vec_add", 1 << 24), ("examples/vec_add.ptx", 1 << 24), ("softmax_rows", 257), ("softmax_rows", 1048),
          ("scan_inclusive", 1000003), ("scan_inclusive", 4 << 20)]  # fmt: skip
@@ -77,8 +87,44 @@ def run(kernel: str, n: int, per_thread: bool) -> dict:
     }  # fmt: skip
 
 
+H200 = HERE / "results" / "emulator-speed" / "h200-times.json"
+
+
+def h200_times() -> tuple[dict, str]:
+    """{(kernel, n): kernel ms on the H200} from the committed GPU run, and its source."""
+    if not H200.is_file():
+        return {}, ""
+    data = json.loads(H200.read_text())
+    got = {(r["kernel"], r["n"]): r["time_ms"] for r in data["rows"] if r.get("time_ms")}
+    return got, str(H200.relative_to(HERE.parent))
+
+
+def whole_command(runs: int = 3) -> dict:
+    """``ptxls test --device cpu examples/vec_add.ptx``, each run a new process: wall seconds,
+    CPU seconds of the process and its children (ptxas, the emulator's worker), sizes run."""
+    walls, cpus, report = [], [], {}
+    exe = HERE.parent / ".venv" / "bin" / "ptxls"
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        out = subprocess.run([str(exe), "test", "--device", "cpu", "--json", "examples/vec_add.ptx"],
+                             cwd=HERE.parent, capture_output=True, text=True, timeout=300)  # fmt: skip
+        walls.append(round(time.perf_counter() - t0, 3))
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(round(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, 3))
+        try:
+            report = json.loads(out.stdout)
+        except json.JSONDecodeError:
+            report = {"status": f"no JSON (exit {out.returncode}): {out.stderr[-300:]}"}
+    return {"command": "ptxls test --device cpu examples/vec_add.ptx", "wall_s": walls,
+            "cpu_s": cpus, "status": report.get("status"), "sizes": report.get("sizes"),
+            "notes": [n for n in report.get("notes", []) if "emulated sizes" in n]}  # fmt: skip
+
+
 def main() -> None:
     quick = "--quick" in sys.argv
+    part = sys.argv[sys.argv.index("--part") + 1] if "--part" in sys.argv else ""
+    load_start = os.getloadavg()
     rows = []
     pairs = []
     for kernel, n in SIDE_BY_SIDE:
@@ -94,17 +140,22 @@ def main() -> None:
     for kernel, n in LARGE if not quick else LARGE[:1]:
         rows.append(run(kernel, n, False))
         print(rows[-1], flush=True)
+    cli = whole_command()
+    print(cli, flush=True)
+    h200, h200_source = h200_times()
     facts = {
         "python": platform.python_version(), "machine": platform.machine(),
         "cpus": os.cpu_count(), "load_average": os.getloadavg(),
-        "note": "shared 2-core machine; the load average at the end of the run is given because "
+        "note": "shared 2-core machine; the load average at the start and end of the run is given because "
         "other jobs ran beside it: absolute times are pessimistic, the side-by-side ratios hold",
     }  # fmt: skip
-    data = {"benchmark": "emulator-speed", "facts": facts, "side_by_side": pairs, "runs": rows}
-    result_path("emulator-speed", "json").write_text(json.dumps(data, indent=1) + "\n")
+    facts["load_average_start"] = load_start
+    data = {"benchmark": "emulator-speed", "facts": facts, "side_by_side": pairs, "runs": rows,
+            "whole_command": cli, "h200_source": h200_source}  # fmt: skip
+    result_path("emulator-speed", "json", part).write_text(json.dumps(data, indent=1) + "\n")
     lines = [
         "# Emulator speed", "",
-        f"Machine: {facts['cpus']} CPUs, Python {facts['python']}, load average {facts['load_average']}.",
+        f"Machine: {facts['cpus']} CPUs, Python {facts['python']}, load average {facts['load_average_start']} at the start, {facts['load_average']} at the end.",
         "Every run's output matched the spec's numpy reference unless marked.", "",
         "## Vectorised vs per-thread interpreter (same launches, same run)", "",
         "| kernel | n | vectorised s | per-thread s | speed-up (wall) | vectorised CPU s | per-thread CPU s | speed-up (CPU) |",
@@ -114,15 +165,21 @@ def main() -> None:
         ok = "" if p["both_correct"] else " (WRONG)"
         lines.append(f"| {p['kernel']} | {p['n']} | {p['vectorised_s']} | {p['per_thread_s']} | {p['speedup']}x{ok} "
                      f"| {p['vectorised_cpu_s']} | {p['per_thread_cpu_s']} | {p['cpu_speedup']}x |")  # fmt: skip
+    lines += ["", "## The whole command", "",
+              f"`{cli['command']}` (a new process each run; CPU = the process and its children): "
+              f"wall {cli['wall_s']} s, CPU {cli['cpu_s']} s; {cli['status']}, sizes {cli['sizes']}"
+              + (f"; {'; '.join(cli['notes'])}" if cli["notes"] else " (every spec size as it is)") + "."]  # fmt: skip
     lines += ["", "## Launches", "",
               "Wall seconds, and this process's CPU seconds (the machine is shared: CPU time is what",
-              "the engine itself costs).", "",
-              "| kernel | n | engine | wall s | CPU s | thread-instr | thread-instr/s (wall) | correct |",
-              "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+              "the engine itself costs). H200 ms: the same launch's kernel time on the H200 (median of",
+              f"the harness's timed runs), from {h200_source or 'no committed GPU result yet'}.", "",
+              "| kernel | n | engine | wall s | CPU s | thread-instr | thread-instr/s (wall) | correct | H200 ms |",
+              "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in rows:
+        gpu = h200.get((r["kernel"], r["n"]))
         lines.append(f"| {r['kernel']} | {r['n']} | {r['engine']} | {r['seconds']} | {r['cpu_seconds']} | {r['thread_instructions']:,} "
-                     f"| {r['thread_instructions_per_s'] or 0:,} | {r['correct']} |")  # fmt: skip
-    result_path("emulator-speed", "md").write_text("\n".join(lines) + "\n")
+                     f"| {r['thread_instructions_per_s'] or 0:,} | {r['correct']} | {'' if gpu is None else round(gpu, 4)} |")  # fmt: skip
+    result_path("emulator-speed", "md", part).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
