@@ -12,10 +12,17 @@ every element against a + b), then times, for the adapter:
   that element (loading the PTX, the spec, 2^20 inputs, running to the writing thread);
 - ``spawn_to_stop_s``: both together: what a person waits after pressing F5;
 - per step (``next`` request → ``stopped`` event) from the stop, over the steps to the end
-  of the thread, and the Registers scope read at each stop.
+  of the thread, and the Registers scope read at each stop;
+- ``first_wrong_found_by_adapter_spawn_to_stop_s``: ``watch: "first-wrong"`` (the adapter runs
+  the case, the numpy reference and the comparison, then runs to the writer);
+- ``hover_link_spawn_to_stop_s``: "Debug first wrong element" from a failed test's report or
+  hover: the launch configuration gputest/debug_launch.py makes (``n``, ``seed``, ``watch:
+  "c[k]"``, no thread), so the adapter first finds the writing thread (a run up to its store)
+  to follow it from the start, then runs to the data breakpoint; VS Code's empty
+  ``setDataBreakpoints`` is sent as VS Code sends it.
 
-Writes bench/results/debugger-speed/<machine>-<date>.{json,md}.
-Run: .venv/bin/python bench/debugger_speed.py
+Writes bench/results/debugger-speed/<machine>-<date>[-<part>].{json,md}.
+Run: .venv/bin/python bench/debugger_speed.py [--part NAME]
 """
 
 from __future__ import annotations
@@ -90,6 +97,7 @@ def buffer_view_of(case, name):
 
 
 def main() -> int:
+    part = sys.argv[sys.argv.index("--part") + 1] if "--part" in sys.argv else ""
     with tempfile.TemporaryDirectory() as tmp:
         program = planted_kernel(Path(tmp))
         k, emu_launch_s = first_wrong_element(program)
@@ -155,6 +163,25 @@ def main() -> int:
             one_click = time.perf_counter() - t0
             assert ev3["description"] == f"c[{k}] written", ev3
             dap3.close()
+            # the hover's / report's link: the launch configuration of the failed case
+            from ptxls.gputest.debug_launch import launch_config
+            from ptxls.gputest.report import CaseResult, TestReport
+
+            failed = CaseResult(0, N, SEED, False, outputs=[{"name": "c", "first_wrong": [[k]]}])
+            config = launch_config(TestReport("vec_add", "fail", cases=[failed]), str(program))
+            assert config is not None and config["watch"] == f"c[{k}]", config
+            launch = {x: v for x, v in config.items() if x not in ("type", "request", "name")}
+            t0 = time.perf_counter()
+            dap4 = DapClient()
+            dap4.start(launch.pop("program"), **launch)
+            dap4.request("setDataBreakpoints", {"breakpoints": []})
+            dap4.request("configurationDone")
+            ev4 = dap4.wait_event("stopped", timeout=120)["body"]
+            hover_link = time.perf_counter() - t0
+            assert ev4["description"] == f"c[{k}] written", ev4
+            said = "".join(e["body"]["output"] for e in dap4.events if e["event"] == "output")
+            assert f"following block ({k // 256},0,0) thread ({k % 256},0,0)" in said, said
+            dap4.close()
         finally:
             dap.close()
     all_steps = steps + early
@@ -169,6 +196,7 @@ def main() -> int:
         "launch_to_stop_s": round(t_stop - t_init, 3),
         "spawn_to_stop_s": round(t_stop - t_spawn, 3),
         "first_wrong_found_by_adapter_spawn_to_stop_s": round(one_click, 3),
+        "hover_link_spawn_to_stop_s": round(hover_link, 3),
         "goal_reach_s": GOAL_REACH_S,
         "reach_within_goal": (t_stop - t_spawn) <= GOAL_REACH_S,
         "steps_after_stop": len(steps),
@@ -187,9 +215,9 @@ def main() -> int:
             "loadavg_at_start": list(os.getloadavg()),
         },
     }
-    path = result_path("debugger-speed", "json")
+    path = result_path("debugger-speed", "json", part)
     path.write_text(json.dumps(result, indent=2) + "\n")
-    md = result_path("debugger-speed", "md")
+    md = result_path("debugger-speed", "md", part)
     md.write_text(
         "# debugger-speed\n\n"
         f"`bench/debugger_speed.py`: vec_add, n = 2^20, first wrong element {k} "
@@ -201,6 +229,9 @@ def main() -> int:
         "| the same with `watch: first-wrong` (the adapter runs the case, the numpy reference "
         f"and the comparison first) | {result['first_wrong_found_by_adapter_spawn_to_stop_s']} "
         "| ≤ 2 s |\n"
+        '| the same from a failed test\'s "Debug first wrong element" (`watch: c[k]`, no '
+        "thread: the adapter first finds the writing thread to follow it from the start) | "
+        f"{result['hover_link_spawn_to_stop_s']} | ≤ 2 s |\n"
         f"| one step (median of {len(all_steps)}) | {result['step_s_median']} | < 0.1 s |\n"
         f"| one step (max) | {result['step_s_max']} | < 0.1 s |\n"
         f"| Registers scope read (max) | {result['registers_read_s_max']} | |\n\n"
