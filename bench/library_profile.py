@@ -8,6 +8,7 @@ launches' spread (max / median). It runs `ptxls bench`'s own engine (cli/bench.p
 shared worker), so its wall is the bench's.
 
     python bench/library_profile.py [KERNEL ...] --out FILE.json   # on the GPU host
+    python bench/library_profile.py --report BEFORE.json AFTER.json  # the markdown, side by side
 """
 
 from __future__ import annotations
@@ -93,18 +94,46 @@ async def main(names: list[str]) -> dict:
         "python": sys.version.split()[0],
         "wall_s": round(wall, 2),
         "sum_by_part_s": {k: round(v, 2) for k, v in sorted(sums.items(), key=lambda x: -x[1])},
-        "worst_spread": max((s["max_over_median"] for k in kernels for s in k.get("spread", [])),
-                            default=None),  # fmt: skip
+        "worst_spread": max(
+            (s["max_over_median"] for k in kernels for s in k.get("spread", [])), default=None
+        ),  # fmt: skip
         "median_kernel_s": statistics.median(k["total"] for k in kernels if "status" in k),
         "kernels": kernels,
     }
 
 
+def report(before: dict, after: dict) -> str:
+    """Per-part sums and per-kernel totals, before and after, as markdown."""
+    parts = sorted(set(before["sum_by_part_s"]) | set(after["sum_by_part_s"]),
+                   key=lambda k: -before["sum_by_part_s"].get(k, 0))  # fmt: skip
+    lines = ["# `ptxls bench` over the library, where the time goes: before and after", "",
+             f"Measured by bench/library_profile.py on {after['gpu']} (before {before['date']}, "
+             f"after {after['date']}); one shared worker, as `ptxls bench` runs.", "",
+             f"wall: before **{before['wall_s']} s**, after **{after['wall_s']} s** "
+             f"({before['wall_s'] / after['wall_s']:.1f}× faster); widest timed spread (max / "
+             f"median): before {before['worst_spread']}, after {after['worst_spread']}", "",
+             "| part (s, summed over kernels) | before | after |", "|:--|--:|--:|"]  # fmt: skip
+    for k in parts:
+        lines.append(
+            f"| {k} | {before['sum_by_part_s'].get(k, 0)} | {after['sum_by_part_s'].get(k, 0)} |"
+        )
+    lines += ["", "| kernel (s) | before | after | status after |", "|:--|--:|--:|:--|"]
+    b = {k["kernel"]: k for k in before["kernels"]}
+    for k in after["kernels"]:
+        lines.append(f"| {k['kernel']} | {b.get(k['kernel'], {}).get('total', '—')} | {k['total']} "
+                     f"| {', '.join(k.get('status', []))} |")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("kernels", nargs="*")
+    ap.add_argument("--report", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args()
+    if a.report:
+        print(report(*(json.loads(p.read_text()) for p in a.report)), end="")
+        sys.exit(0)
     result = asyncio.run(main(a.kernels))
     out = a.out or result_path("library-profile", "json")
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,7 @@
 # each kernel's time split (bench/library_profile.py), and the lowering loop's own work per
 # GPU-tested round (bench/loop_overhead.py).
 #   run (device tool) with carry [".whl"]:  bash bench/speed_h200.sh
-#   env: STEPS="lsp api library loop" (default all), BAD=1 (also the bad kernels through the
+#   env: GPU_TESTS (pytest paths, default tests), STEPS="lsp api library bench loop tests" (default: lsp api library loop), BAD=1 (also the bad kernels through the
 #   server), KERNELS="k1 k2" (library subset), REPEATS (loop, 3)
 # Writes $OUT/speed.tgz (machine.txt, lsp.json/.md, lsp-server.log, api.json, library.json,
 # loop's json, each step's log) and $OUT/summary.txt.
@@ -19,18 +19,24 @@ machine_facts "$OUT/machine.txt"; cat "$OUT/machine.txt"; nproc >> "$OUT/machine
 : > "$OUT/summary.txt"
 T0=$(date +%s)
 step() {  # step NAME SECONDS COMMAND...: run, log to $OUT/NAME.txt, note the exit code and wall
-  local name=$1 limit=$2 t=$(date +%s); shift 2
-  timeout "$limit" "$@" > "$OUT/$name.txt" 2>&1
-  echo "$name exit $? wall $(( $(date +%s) - t )) s (at $(( $(date +%s) - T0 )) s)" | tee -a "$OUT/summary.txt"
+  local name=$1 limit=$2 t=$EPOCHREALTIME rc; shift 2
+  timeout "$limit" "$@" > "$OUT/$name.txt" 2>&1; rc=$?
+  printf '%s exit %s wall %.2f s (at %d s)\n' "$name" "$rc" "$(awk "BEGIN{print $EPOCHREALTIME - $t}")" \
+    "$(( $(date +%s) - T0 ))" | tee -a "$OUT/summary.txt"
   tail -${TAIL:-6} "$OUT/$name.txt"
 }
 want() { [[ " ${STEPS:-lsp api library loop} " == *" $1 "* ]]; }
+# every GPU-marked test first (bench/gpu_tests.sh's set), when asked
+want tests && TAIL=12 step gpu-pytest "${GPU_TESTS_S:-240}" python3 -m pytest ${GPU_TESTS:-tests} -m gpu -p no:cacheprovider \
+  -q -rs --durations=10
 bad=(--no-bad); [ "${BAD:-0}" = 1 ] && bad=()
 want lsp && step lsp 150 python3 bench/gputest_lsp_latency.py --warm "${WARM:-7}" --colds "${COLDS:-3}" "${bad[@]}" \
   --server-log "$OUT/lsp-server.log" --out "$OUT/lsp.json"
 want api && step api 120 python3 bench/gputest_profile.py --label api --warm "${WARM:-7}" --cold 1 \
   --bench-runs 0 --out "$OUT/api.json"
 want library && TAIL=18 step library 300 python3 bench/library_profile.py ${KERNELS:-} --out "$OUT/library.json"
+# `ptxls bench` itself, as a person runs it (its wall is issue 22's figure)
+want bench && step bench 300 python3 -m ptxls.cli bench --json --out "$OUT/bench.json"
 want loop && step loop 200 python3 bench/loop_overhead.py --label speed --repeats "${REPEATS:-3}" \
   --name h200 --out-dir "$OUT"
 true
