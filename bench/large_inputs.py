@@ -2,13 +2,17 @@
 server takes a 100 MB single-line didOpen, a 1M-line file, 3,000 didOpens at once, a 32 MB JSON
 array (issue 25's cases: 10.5 s, 1.6 s, 27 s, 1.4 s before).
 
-    .venv/bin/python bench/large_inputs.py [--part NAME] [--only SUBSTRING] [--baseline DIR]
+    .venv/bin/python bench/large_inputs.py [--part NAME] [--only SUBSTRING] [--baseline DIR] [--tree DIR]
 
 For each case: a fresh server with a small PTX document open; the input is sent; then a hover
 on the small document every 50 ms for 12 s (20 s for the burst). The figure is the worst hover
 (each hover is sent after the whole input was written, so it includes the server's reading and
 parsing of the input ahead of it). Writes bench/results/large-inputs/<machine>-<date>[-part].json/.md
 (``--part`` names a run, e.g. before/after a change; ``--only`` runs the cases whose name holds it).
+Side by side with an older commit, alternating case by case on the same machine load:
+
+    git archive 7d82a39 | tar -x -C /tmp/before   # (an empty folder) the tree before a change
+    .venv/bin/python bench/large_inputs.py --baseline /tmp/before --part NAME
 """
 
 from __future__ import annotations
@@ -100,6 +104,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--part", default="", help="suffix of the result files")
     ap.add_argument("--only", default="", help="run only the cases whose name holds this")
+    ap.add_argument("--tree", default="", metavar="DIR",
+                    help="measure the ptxls tree in DIR instead of this checkout")  # fmt: skip
     ap.add_argument("--baseline", default="", metavar="DIR",
                     help="also run each case against the ptxls tree in DIR (e.g. a `git archive` "
                          "of an older commit), alternating, for a side-by-side comparison")  # fmt: skip
@@ -117,7 +123,7 @@ def main() -> int:
     for name, make, seconds in cases:
         if opts.only not in name:
             continue
-        for tree in ([opts.baseline] if opts.baseline else []) + [""]:
+        for tree in ([opts.baseline] if opts.baseline else []) + [opts.tree]:
             rows.append(case(name, make, seconds, tree))
             print(json.dumps(rows[-1]), flush=True)
     machine = {"platform": platform.platform(), "python": platform.python_version(),
@@ -134,7 +140,9 @@ def main() -> int:
         f"{when}, {machine['platform']}, {machine['cpu_count']} CPUs, Python {machine['python']} "
         f"({machine['note']}; load average {', '.join(f'{x:.1f}' for x in machine['load_avg'])}"
         "). Command: `.venv/bin/python bench/large_inputs.py"
-        + (f" --part {opts.part}" if opts.part else "") + "`. Before: issue 25's figures.",
+        + (f" --part {opts.part}" if opts.part else "")
+        + (f" --baseline {opts.baseline}" if opts.baseline else "")
+        + "`. Before: issue 25's figures.",
         "",
         "| input | tree | MB | hovers | worst hover | issue 25 | server peak MB |",
         "|---|---|---|---|---|---|---|",
