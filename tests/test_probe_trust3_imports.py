@@ -153,15 +153,23 @@ def _server_run_gpu_test(server: RawServer, folder: Path) -> dict:
         # found there before any line of ptxls runs (SECURITY.md), so that folder holds the
         # rest; the server drops the folder from sys.path before its first import
         "python -m",
+        # the VS Code extension's default: `python -m ptxls.server serve` in its own storage
+        # folder (vscode-client/src/server.ts), the workspace being the hostile folder, which
+        # holds a ptxls/ too (its preflight and probe: vscode-client/test/hostileFolder.test.ts)
+        "extension",
     ],
 )
 def test_server_started_in_the_folder_and_its_gpu_test(tmp_path, how):
     folder, markers = tmp_path / "repo", tmp_path / "markers"
     folder.mkdir()
     markers.mkdir()
-    plant(folder, markers, ptxls=how == "script")
+    plant(folder, markers, ptxls=how != "python -m")
     command = [PTXLS, "serve"] if how == "script" else None
-    with RawServer(env=None, cwd=str(folder), command=command) as server:
+    cwd = folder
+    if how == "extension":
+        cwd = tmp_path / "globalStorage"
+        cwd.mkdir(mode=0o700)
+    with RawServer(env=None, cwd=str(cwd), command=command) as server:
         reply = _server_run_gpu_test(server, folder)
     assert "result" in reply, reply
     assert_no_marker(markers)

@@ -12,7 +12,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as vscode from "vscode";
 import { selectedInterpreter } from "./pythonExtension";
-import { chooseBaseInterpreter, explainPipFailure, type PythonProbe, probePython, progressFromPipLine, versionText } from "./pythonProbe";
+import { chooseBaseInterpreter, explainPipFailure, privateWorkingDirectory, type PythonProbe, probePython, progressFromPipLine, versionText } from "./pythonProbe";
 
 export const CREATE_COMMAND = "ptxls.createEnvironment";
 // The button's label (short: a notification cuts long ones); the command is "Create a ptxls environment".
@@ -188,7 +188,7 @@ export class EnvironmentMaker {
     for (const name of names) candidates.push([name, "on PATH"]);
     const probes: PythonProbe[] = [];
     for (const [command, origin] of candidates) {
-      const probe = await probePython(command, origin);
+      const probe = await probePython(command, origin, privateWorkingDirectory(this.context.globalStorageUri.fsPath));
       this.output.appendLine(`  ${command} (${origin}): ${probe.ok ? `Python ${versionText(probe)}${probe.canMakeVenv ? "" : ", no venv/ensurepip"}` : probe.error}`);
       probes.push(probe);
       const choice = chooseBaseInterpreter([probe]);
@@ -205,7 +205,9 @@ export class EnvironmentMaker {
       let output = "";
       let partial = "";
       let cancelled = false;
-      const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, PYTHONUNBUFFERED: "1" } });
+      // never the workspace: `python -m venv` / `-m pip` import from their working directory
+      const cwd = privateWorkingDirectory(this.context.globalStorageUri.fsPath);
+      const child = spawn(command, args, { cwd, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, PYTHONUNBUFFERED: "1" } });
       const cancel = token.onCancellationRequested(() => {
         cancelled = true;
         child.kill();

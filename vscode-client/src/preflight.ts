@@ -11,7 +11,8 @@ export type Preflight = { ok: true } | { ok: false; kind: "missing" | "no-ptxls"
 
 const TIMEOUT_MS = 20_000;
 
-export function checkServerCommand(server: ServerCommand, env: NodeJS.ProcessEnv): Promise<Preflight> {
+// `cwd`: the server's own working directory (never the workspace: `-c` imports from it).
+export function checkServerCommand(server: ServerCommand, env: NodeJS.ProcessEnv, cwd: string): Promise<Preflight> {
   // Only the `<python> -m ptxls serve` form can be checked without starting the server.
   const isPythonModule = server.args[0] === "-m" && server.args[1] === "ptxls.server";
   const args = isPythonModule ? ["-c", "import ptxls.server.app"] : null;
@@ -28,7 +29,7 @@ export function checkServerCommand(server: ServerCommand, env: NodeJS.ProcessEnv
         resolve(result);
       }
     };
-    const child = spawn(server.command, args, { env, stdio: ["ignore", "ignore", "pipe"] });
+    const child = spawn(server.command, args, { env, cwd, stdio: ["ignore", "ignore", "pipe"] });
     const timer = setTimeout(() => {
       child.kill();
       // A slow import is not a broken install: let the real start decide.

@@ -1,6 +1,8 @@
 // Plain Node, no `vscode`: asks a Python interpreter what it is, and turns pip's output into
 // progress a person can follow and failures they can act on. Unit-tested in test/setup.test.ts.
 import { spawn } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import * as os from "node:os";
 
 export const MIN_PYTHON: [number, number] = [3, 11];
 
@@ -33,7 +35,22 @@ export function parseProbeOutput(stdout: string): Pick<PythonProbe, "version" | 
   return { version: [Number(m[1]), Number(m[2])], canMakeVenv: m[3] === "1", executable: executable?.trim() };
 }
 
-export function probePython(command: string, origin: string, timeoutMs = 20_000): Promise<PythonProbe> {
+/** A working directory for every Python the extension starts: `storageDir` (the extension's
+ * global storage, made 0700 if missing), else the home folder; never the workspace. `python -c`
+ * and `python -m` put their working directory first on sys.path, and VS Code's own working
+ * directory may be the folder it was opened on (`code .` in a cloned repository): that
+ * folder's `ptxls/`, `venv.py` or `pip/` would be imported in place of the real ones. */
+export function privateWorkingDirectory(storageDir: string): string {
+  try {
+    mkdirSync(storageDir, { recursive: true, mode: 0o700 });
+    return storageDir;
+  } catch {
+    return os.homedir();
+  }
+}
+
+// `cwd`: privateWorkingDirectory(...) (the probe imports venv and ensurepip).
+export function probePython(command: string, origin: string, cwd: string, timeoutMs = 20_000): Promise<PythonProbe> {
   return new Promise((resolve) => {
     let stdout = "";
     let stderr = "";
@@ -45,7 +62,7 @@ export function probePython(command: string, origin: string, timeoutMs = 20_000)
         resolve(probe);
       }
     };
-    const child = spawn(command, ["-c", PROBE_SCRIPT], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(command, ["-c", PROBE_SCRIPT], { cwd, stdio: ["ignore", "pipe", "pipe"] });
     const timer = setTimeout(() => {
       child.kill();
       finish({ command, origin, ok: false, error: `did not answer within ${timeoutMs / 1000} s` });

@@ -14,12 +14,12 @@ import {
   TransportKind,
 } from "vscode-languageclient/node";
 import { readApiKey } from "./apiKey";
-import { existsSync, mkdirSync } from "node:fs";
-import * as os from "node:os";
+import { existsSync } from "node:fs";
 import { bundledWheel, CREATE_LABEL, EnvironmentMaker, isStale, managedEnvironments } from "./environment";
 import { runAndPresent } from "./commandResults";
 import { DEBUG_FIRST_WRONG } from "./debugArgs";
 import { checkServerCommand } from "./preflight";
+import { privateWorkingDirectory } from "./pythonProbe";
 import { resolveServerCommand, SECTION, type ServerCommand } from "./settings";
 import type { FileStatus, ServerStatus, StatusBar } from "./statusBar";
 
@@ -173,7 +173,7 @@ export class ServerManager implements vscode.Disposable {
   private async chooseServer(env: NodeJS.ProcessEnv): Promise<ServerCommand | undefined> {
     const choice = await resolveServerCommand(managedEnvironments(this.context));
     if ("explicit" in choice) {
-      const preflight = await checkServerCommand(choice.explicit, env);
+      const preflight = await checkServerCommand(choice.explicit, env, serverWorkingDirectory(this.context));
       if (preflight.ok) {
         return choice.explicit;
       }
@@ -190,7 +190,7 @@ export class ServerManager implements vscode.Disposable {
       if (candidate.managed && !existsSync(candidate.managed.python)) {
         continue;
       }
-      const preflight = await checkServerCommand(candidate, env);
+      const preflight = await checkServerCommand(candidate, env, serverWorkingDirectory(this.context));
       if (preflight.ok) {
         if (candidate.managed && isStale(candidate.managed, bundledWheel(this.context))) {
           this.statusBar.settingUp();
@@ -323,11 +323,5 @@ export class ServerManager implements vscode.Disposable {
 /** The server's working directory: the extension's global storage folder (made if missing),
  * else the home folder; never a workspace folder. */
 export function serverWorkingDirectory(context: vscode.ExtensionContext): string {
-  const dir = context.globalStorageUri.fsPath;
-  try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    return dir;
-  } catch {
-    return os.homedir();
-  }
+  return privateWorkingDirectory(context.globalStorageUri.fsPath);
 }

@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { chooseBaseInterpreter, explainPipFailure, isRecentEnough, parseProbeOutput, type PythonProbe, probePython, progressFromPipLine } from "../src/pythonProbe";
@@ -11,14 +12,14 @@ const DATA = join(__dirname, "..", "test", "data");
 
 test("probing the real python3 gives its version and path", async () => {
   const expected = execFileSync("python3", ["-c", "import sys; print(sys.version_info[0], sys.version_info[1])"], { encoding: "utf8" }).trim();
-  const probe = await probePython("python3", "on PATH");
+  const probe = await probePython("python3", "on PATH", tmpdir());
   assert.equal(probe.ok, true, probe.error);
   assert.equal(probe.version?.join(" "), expected);
   assert.ok(probe.executable && probe.executable.length > 0);
 });
 
 test("a missing interpreter is 'not found', not a crash", async () => {
-  const probe = await probePython("/nonexistent/python3", "setting");
+  const probe = await probePython("/nonexistent/python3", "setting", tmpdir());
   assert.deepEqual([probe.ok, probe.error], [false, "not found"]);
 });
 
