@@ -70,8 +70,12 @@ BENCHMARKS = [
               "how long a hover waits behind a 100 MB didOpen, a 1M-line file, 3,000 "
               "didOpens; the worst wait of a request on a small document while large ones are "
               "open"),
-    Benchmark("lowering-startup", "python bench/lowering_startup.py",
-              "`ptxls lower` from start to its first request to the model"),
+    Benchmark("lowering-startup", "python bench/lowering_startup.py [--before REV]",
+              "`ptxls lower` from start to its first request to the model, beside the floor "
+              "(Python + the openai SDK alone sending one request)"),
+    Benchmark("cli-startup", "python bench/cli_startup.py [--before REV]",
+              "`ptxls --version` and `ptxls check` on a small file, start to exit, beside a "
+              "bare `python -c pass`"),
     Benchmark("soak", "python bench/soak_server.py [--basic]",
               "one server under minutes of mixed traffic: hover latency, memory, every request "
               "answered, nothing left running"),
