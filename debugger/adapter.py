@@ -219,8 +219,9 @@ class Adapter:
         path = (args.get("source") or {}).get("path")
         if self.session is not None and path and not _same_file(path, self.session.case.program):
             out = [{"verified": False, "line": ln,
-                    "message": "breakpoints go in the PTX being debugged (source lines through "
-                    ".loc are not supported yet)"} for ln, _ in specs]  # fmt: skip
+                    "message": "breakpoints go in the launched program (its .ptx, or the .cu "
+                    "or .py whose lines .loc maps); other files are not supported yet"}
+                   for ln, _ in specs]  # fmt: skip
             self.ch.respond(req, {"breakpoints": out})
             return
         self.line_bps = specs
