@@ -55,7 +55,7 @@ from .llm_errors import (
     short,
 )
 from .llm_reading import FINISHED_STREAM_GRACE_S, Reading, parse_plain, read_body
-from .llm_sdk import prefetch_sdk, sdk, sdk_client
+from .llm_sdk import prefetch_sdk, sdk, sdk_client, warm_sdk
 from .settings import LlmSettings
 
 # importable from here as before the split (the loop, the service, the tests)
@@ -72,6 +72,7 @@ __all__ = [
     "limit_too_large",
     "prefetch_sdk",
     "refused_parameter",
+    "warm_sdk",
 ]
 
 log = logging.getLogger("ptxls.lowering.llm")

@@ -33,41 +33,48 @@ _FIRST_REQUEST_MODULES = ("anyio._backends._asyncio",)
 
 
 def prefetch_sdk(settings: LlmSettings | None = None) -> None:
-    """Start importing the openai SDK in a thread (0.5-1 s of CPU on a 2-core machine), so it
-    runs while the caller reads the kernel, the spec and the few-shot examples.
-
-    With the ``settings`` the lowering will use, the thread then also makes that SDK client
-    (its TLS context reads the CA certificates with the GIL released) and loads what the
-    client's first request would load on the way (the chat resource, anyio's backend), so
-    ``LlmClient(settings)`` finds it made and sends at once. Everything still goes through the
-    SDK; only the order changes."""
+    """Start ``warm_sdk(settings)`` in a thread, once per process: the SDK's import (0.5-1 s
+    of CPU on a 2-core machine) runs while the caller reads the kernel, the spec and the
+    few-shot examples, and ``LlmClient`` waits for it (``sdk()``)."""
     global _sdk_import
     if _sdk_import is None:
         _sdk_import = threading.Thread(
-            target=_prefetch_quietly, args=(settings,), name="ptxls-openai-import", daemon=True
+            target=_warm_quietly, args=(settings,), name="ptxls-openai-import", daemon=True
         )
         _sdk_import.start()
 
 
-def _prefetch_quietly(settings: LlmSettings | None) -> None:
+def warm_sdk(settings: LlmSettings | None = None) -> None:
+    """Import the openai SDK and do what a client's first request would do on the way: load
+    anyio's asyncio backend and ask ``platform.platform()`` (the SDK's platform headers; it runs
+    ``uname -p``, a child process, and the standard library keeps the answer). With the
+    ``settings`` the lowering will use, also make that SDK client (its TLS context reads the CA
+    certificates with the GIL released) and load its chat resource; the first
+    ``LlmClient(settings)`` takes it (``sdk_client``). Everything still goes through the SDK;
+    only the order changes.
+
+    Blocking (hundreds of ms the first time): call it from a worker thread, never on an event
+    loop (a server can run ``asyncio.to_thread(warm_sdk, settings)`` before a lowering)."""
+    import platform
+
+    import openai
+
+    for name in _FIRST_REQUEST_MODULES:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    platform.platform()
+    if settings is None or not settings.ready:
+        return
+    client = _new_sdk_client(openai, settings)
+    _ = client.chat.completions.with_streaming_response  # imports the chat resource
+    with _made_ahead_lock:
+        _made_ahead[_client_key(settings)] = client
+
+
+def _warm_quietly(settings: LlmSettings | None) -> None:
     # a broken install or a refused setting is reported by LlmClient, on the caller's thread
     with contextlib.suppress(Exception):
-        import platform
-
-        import openai
-
-        if settings is None or not settings.ready:
-            return
-        client = _new_sdk_client(openai, settings)
-        _ = client.chat.completions.with_streaming_response  # imports the chat resource
-        for name in _FIRST_REQUEST_MODULES:
-            with contextlib.suppress(ImportError):
-                importlib.import_module(name)
-        # its platform headers: platform.platform() runs `uname -p` (a child process) and reads
-        # the interpreter for its libc; the standard library keeps the answer for the process
-        platform.platform()
-        with _made_ahead_lock:
-            _made_ahead[_client_key(settings)] = client
+        warm_sdk(settings)
 
 
 def sdk():

@@ -102,3 +102,31 @@ def test_reading_a_test_spec_does_not_import_numpy():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["float32", "False"]
+
+
+def test_the_client_made_ahead_is_the_one_the_lowering_uses_and_only_once():
+    """prefetch_sdk(settings) / warm_sdk make the SDK client off the caller's path; the first
+    LlmClient with the same settings takes that very client, a second one or other settings
+    get a new one (a client is never shared)."""
+    import asyncio
+
+    from ptxls.lowering.llm_client import LlmClient, warm_sdk
+    from ptxls.lowering.settings import from_config
+
+    env = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "PTXLS_MODEL": "m"}
+    settings, _ = from_config(None, env)
+    other, _ = from_config({"timeoutSeconds": 7}, env)
+    warm_sdk(settings)
+    from ptxls.lowering import llm_sdk
+
+    made = dict(llm_sdk._made_ahead)
+    assert len(made) == 1
+    first, second, third = LlmClient(settings), LlmClient(settings), LlmClient(other)
+    try:
+        assert first._client is next(iter(made.values()))
+        assert second._client is not first._client and third._client is not first._client
+        assert third._client.timeout == 7
+        assert not llm_sdk._made_ahead
+    finally:
+        for c in (first, second, third):
+            asyncio.run(c.aclose())
