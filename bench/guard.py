@@ -261,8 +261,9 @@ def main() -> int:
                 problems += bad
                 figures.update(f)
                 sources.update(src)
+                started = (src.get("machine") or ["?"])[0].removeprefix("date: ")
                 for key in f:
-                    sources.setdefault("figure_from", {})[key] = f"run {i + 1}: {path.name}"
+                    sources.setdefault("figure_from", {})[key] = f"device run {i + 1} ({started})"
             now["h200"] = {"date": date, "figures": figures, "sources": sources}
     text, missed = table(now)
     print(text)

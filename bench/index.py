@@ -153,13 +153,6 @@ def _diagnostics(d: dict) -> str:
     )
 
 
-def _gputest_lsp(d: dict) -> str:
-    return (
-        f'GPU test (H200): "Run GPU test" → hover for vec_add, {d["warm_to_hover_median_s"]} s '
-        f"warm / {d['cold_to_hover_s']} s cold through the language server"
-    )
-
-
 def _library(d: dict) -> str:
     rows = {r["kernel"]: r for r in d["rows"]}
     vec = rows.get("vec_add", {})
@@ -167,15 +160,6 @@ def _library(d: dict) -> str:
         f"kernel library (H200, `ptxls bench`): geometric mean {d['geomean_vs_nvcc']:.2f}× the "
         f"nvcc -O3 builds over {len(rows)} kernels; vec_add {vec.get('vs_nvcc', 0):.2f}× nvcc, "
         f"{vec.get('pct_ceiling', 0):.0f} % of the measured copy ceiling"
-    )
-
-
-def _lowering_gpu(d: dict) -> str:
-    own = d["overhead_compile_only"]["round_total_with_instant_model"]["median_ms"]
-    gpu = d["overhead_gpu_verify"]["round_total_with_instant_model"]["median_ms"]
-    return (
-        f"lowering loop (H200): {own} ms per round of its own overhead compile-only, {gpu} ms "
-        "with the GPU test of each candidate (model time excluded)"
     )
 
 
@@ -206,12 +190,11 @@ def _guard(d: dict) -> str:
 
 HEADLINES: dict[str, tuple[str, Callable[[dict], str]]] = {
     "diagnostics-latency": ("cpu", _diagnostics),
-    "gputest-lsp": ("h200", _gputest_lsp),
     "library": ("h200", _library),
-    "lowering-gpu": ("h200", _lowering_gpu),
     "fuzz-server": ("cpu", _fuzz),
 }
-# folder → (machine, sentence), for benchmarks with a headline on more than one machine
+# folder → (machine, sentence), for benchmarks with a headline on more than one machine. The
+# guard's lines (bench/guard.py) carry the GPU test → hover and the loop's round figures.
 MORE_HEADLINES: list[tuple[str, str, Callable[[dict], str]]] = [
     ("guard", "h200", _guard),
     ("guard", "cpu", _guard),
