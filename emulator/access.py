@@ -165,6 +165,7 @@ def load(w, space: str, addr, dt, n: int, sel, pc: int) -> list[np.ndarray]:
         if fast is not None:
             # consecutive lanes read consecutive, aligned, in-bounds, written bytes (checked in
             # _coalesced): none of the checks below could fire; one slice copy replaces the gather
+            w.coalesced = True
             flat = mem.view(fast, size * n * threads.size).view(dt).copy()
             if n == 1:
                 return [flat]
@@ -287,6 +288,7 @@ def store(w, space: str, addr, values: list, sel, pc: int) -> None:
         fast = _coalesced(w, addr, size, n, threads.size, write=True)
         if fast is not None:  # as in load: consecutive, aligned, in bounds; one slice write
             mem = w.memory
+            w.coalesced = True
             nbytes = size * n * threads.size
             dst = mem.view(fast, nbytes).view(dt).reshape(-1, n)
             for k in range(n):

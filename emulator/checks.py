@@ -82,8 +82,8 @@ class Checks:
 
 # a word of per-byte flags with every byte set (True is 1), by access size
 FLAG_WORD = {2: np.uint16, 4: np.uint32, 8: np.uint64}
-ALL_SET = {2: np.uint16(0x0101), 4: np.uint32(0x01010101), 8: np.uint64(0x0101010101010101),
-           16: np.uint64(0x0101010101010101)}  # fmt: skip
+ALL_SET: dict[int, int] = {2: 0x0101, 4: 0x01010101, 8: 0x0101010101010101,
+                           16: 0x0101010101010101}  # fmt: skip
 
 
 class SharedTracker:
@@ -132,10 +132,11 @@ class SharedTracker:
         if words is not None:
             view, index = words
             got = view[index]
-            return (got != ALL_SET[total]).any(axis=1) if got.ndim == 2 else got != ALL_SET[total]
+            differ: np.ndarray = got != got.dtype.type(ALL_SET[total])
+            return np.asarray(differ.any(axis=1) if differ.ndim == 2 else differ)
         if total == 1:
-            return ~self.written[flat]
-        return ~self.written[(flat[:, None] + np.arange(total))].all(axis=1)
+            return np.asarray(~self.written[flat])
+        return np.asarray(~self.written[(flat[:, None] + np.arange(total))].all(axis=1))
 
     def read(self, wave, flat: np.ndarray, total: int, threads: np.ndarray, pc: int,
              describe) -> np.ndarray | None:  # fmt: skip

@@ -119,6 +119,7 @@ class Instr:
     target: int | None = None  # bra: resolved label index
     run: object = None  # the handler, bound at load
     info: object = None  # what the handler precomputed
+    cost: int = 2  # the engine's work per thread (simt.cost_of), for sizing cases
 
 
 @dataclass(slots=True)

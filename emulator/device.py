@@ -91,6 +91,8 @@ class _Device:
         self.budget = DEFAULT_BUDGET
         self.budget_seconds = DEFAULT_HANG_SECONDS
         self.thread_instructions = 0  # over this process's life (coverage/benchmarks read it)
+        self.steps = 0  # scheduler steps (one instruction for one group of threads), likewise
+        self.thread_work = 0  # the engine's work per thread, by instruction class (simt.cost_of)
         self.launches = 0
         self.opcodes: set[str] = set()  # opcode families run, where the engine reports them
         self.moved: dict[int, int] = {}  # an allocation's base -> its data's (name_buffer)
@@ -354,6 +356,8 @@ def launch(fn, grid, block, shared: int, args: list[np.ndarray]) -> None:
     dev.launches += 1
     ran = int(getattr(result, "thread_instructions", 0) or 0)
     dev.thread_instructions += ran
+    dev.steps += int(getattr(result, "warp_instructions", 0) or 0)
+    dev.thread_work += int(getattr(result, "thread_work", 0) or 0)
     dev.opcodes.update(getattr(result, "opcodes", None) or ())
     dev.findings += [finding_dict(f) for f in getattr(result, "findings", None) or ()]
     if getattr(result, "hang", False):
@@ -417,6 +421,8 @@ def statistics() -> dict:
     return {
         "launches": dev.launches,
         "thread_instructions": dev.thread_instructions,
+        "steps": dev.steps,
+        "thread_work": dev.thread_work,
         "opcodes": sorted(dev.opcodes),
     }
 

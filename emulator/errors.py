@@ -96,7 +96,10 @@ class LaunchResult:
     hang: bool = False
     hang_where: str = ""  # "line 120 (bra SPIN), 3 threads of block (1,0,0) …"
     thread_instructions: int = 0
-    warp_instructions: int = 0
+    warp_instructions: int = 0  # scheduler steps: one instruction for one group of threads
+    # the engine's work, per thread of each step by instruction class (simt.cost_of): what a
+    # harness sizes cases by (deterministic, unlike its time)
+    thread_work: int = 0
     wall_seconds: float = 0.0
     trapped: bool = False
 

@@ -35,7 +35,10 @@ _WHY = {
 
 
 def _bind(func: Function) -> None:
+    from .simt import cost_of
+
     for ins in func.instrs:
+        ins.cost = cost_of(ins)
         op = ins.op
         if op == "cp" and any(m in ("commit_group", "wait_group", "wait_all") for m in ins.mods):
             ins.run = HANDLERS["fence"]

@@ -32,6 +32,36 @@ from .state import ALL, Wave
 
 NUM_BARRIERS = 16
 
+# The engine's work per thread of a step, by instruction class: measured CPU nanoseconds per
+# thread on the 2-core machine (bench/results/emulator-speed/cpu-2026-12-04-costs.md), beside a
+# fixed cost per step (gputest/emulated.STEP_COST). A harness sizes its cases by it: the same
+# kernel gets the same sizes anywhere. A global access whose lanes are consecutive runs as one
+# slice (access._coalesced) and costs COALESCED instead of its class's gather price.
+COALESCED = 4
+_COSTS = {
+    "ld.global": 40, "st.global": 40, "ld.generic": 40, "st.generic": 40, "ld.const": 40,
+    "ld.local": 40, "st.local": 40, "ld.param": 2, "ld.shared": 80, "st.shared": 80, "atom": 140, "red": 140,
+    "shfl": 25, "vote": 60, "match": 60, "redux": 60, "bar": 40, "barrier": 40, "mma": 500,
+    "ldmatrix": 800, "cp": 350, "ex2": 15, "lg2": 15, "rcp": 15, "rsqrt": 15, "sqrt": 15,
+    "sin": 15, "cos": 15, "tanh": 20, "div": 30, "cvt": 20, "fma": 16,
+}  # fmt: skip
+_HALF = ("f16", "bf16", "f16x2", "bf16x2")
+
+
+def cost_of(ins) -> int:
+    """Work per thread of one instruction (see _COSTS); 2 for integer, bit, move, compare,
+    branch and f32 add/mul."""
+    op = ins.op
+    if op in ("ld", "st", "ldu"):
+        from .ops_mem import space_of
+
+        return _COSTS.get(f"{'st' if op == 'st' else 'ld'}.{space_of(ins)}", 40)
+    if any(m in _HALF for m in ins.mods) and op != "mma":
+        return 35
+    if op == "mad" and any(m in ("f32", "f64") for m in ins.mods):
+        return 16
+    return _COSTS.get(op, 2)
+
 
 class Scheduler:
     def __init__(self, wave: Wave, instrs, budget: E.Budget, result: E.LaunchResult,
@@ -156,6 +186,7 @@ class Scheduler:
             self.hooks.before(ins, run_idx)
         self._new_stalls = []
         w.pending_undefined = None
+        w.coalesced = False
         try:
             nxt = ins.run(w, ins, sel, pc)
         except (TypeError, IndexError, KeyError, ValueError, AttributeError) as e:
@@ -164,6 +195,7 @@ class Scheduler:
             raise Refused(
                 ins.text, ins.line, f"its operands do not fit the instruction ({e})"
             ) from None
+        self.result.thread_work += int(run_idx.size) * (COALESCED if w.coalesced else ins.cost)
         moved = run_idx.size < idx.size
         if nxt is None:
             self.add(pc + 1, run_idx)

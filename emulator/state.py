@@ -62,6 +62,7 @@ class Wave:
         self.clock = 0  # advanced by the scheduler: %clock is monotonic
         self.hooks = None
         self.sched = None
+        self.coalesced = False  # the step's global access ran as one slice (its cost)
         self.pending_undefined = None  # (threads, pc, where) of the last load of unwritten shared
         self.undefined_origin: dict[int, tuple[int, str]] = {}
 

@@ -9,8 +9,9 @@ What changes against the GPU, and why:
   as ``nvcc -O3 -ptx``'s PTX (nvcc needs no GPU);
 - nothing is timed: the report carries no time, bandwidth or ratio, and says "emulated (CPU), not
   GPU-verified" (report.headline/footer read ``device.kind``);
-- sizes: the spec's sizes run as they are when the largest fits the stated budget of
-  thread-instructions; otherwise the largest is replaced by the largest size that fits, estimated
+- sizes: the spec's sizes run as they are when the largest fits the stated budget (the
+  engine's work: per thread by instruction class, plus a fixed cost per scheduler step);
+  otherwise the largest is replaced by the largest size that fits, estimated
   from the smaller cases' measured thread-instructions, and a note says which;
 - a launch that runs past its budget is a hang, reported as the GPU harness reports its timeout;
   an instruction the emulator does not implement is named (status ``error``), never run wrongly;
@@ -31,9 +32,15 @@ from . import build
 from .report import BUILD_ERROR, ERROR, FAIL, TIMEOUT, CaseResult, TestReport
 from .supervisor import Supervisor, WorkerReply, shared_supervisor
 
-# Thread-instructions one case may take before its size is reduced (the stated budget). At the
-# emulator's measured speed on a 2-core CI machine this keeps a case to seconds.
-CASE_BUDGET = 50_000_000
+# What one case may cost before its size is reduced (the stated budget), in the engine's work
+# units (emulator/simt.cost_of: per thread of each instruction by its class, about a CPU
+# nanosecond each on the 2-core machine) plus STEP_COST per scheduler step (one instruction for
+# one group of threads: 40 us whatever its width). So a kernel of cheap wide steps (vec_add:
+# 2^24 threads, consecutive loads as one slice) and one of shared-memory, shuffle and mma steps
+# are priced alike, and the same kernel gets the same sizes on any machine (no clock decides).
+# About 2.5 s of a case on the 2-core machine: vec_add's 2^24 elements run as they are.
+CASE_BUDGET = 2_500_000_000
+STEP_COST = 40_000
 # A launch that runs HANG_FACTOR times the case budget in thread-instructions, or HANG_SECONDS,
 # without finishing is hung (a spin nobody ends; a few spinning threads run few per second).
 HANG_FACTOR = 8
@@ -270,17 +277,17 @@ async def run_sizes(sup: Supervisor, msg: dict, sizes: list[int], opts, report) 
     timeout = max(opts.timeout_s, STEP_TIMEOUT_S)
     msg = {**msg, "budget": HANG_FACTOR * budget, "hang_seconds": HANG_SECONDS}
     run_sizes = list(sizes)
-    measured: list[tuple[int, int]] = []
+    measured: list[tuple[int, int, int]] = []  # (n, thread work, steps) per case
     out = None
     for i in sorted(range(len(sizes)), key=lambda i: (sizes[i], i)):
         n = sizes[i]
         if measured and n > SMALL_START:
             n = fitting_size(sizes[i], measured, budget)
             if n != sizes[i]:
-                over = (f"emulated sizes: n={sizes[i]} would take an estimated "
-                        f"{_model(measured)(sizes[i]):,.0f} thread-instructions (the budget is "
-                        f"{budget:,} per case)")  # fmt: skip
-                largest = max(m for m, _ in measured)
+                over = (f"emulated sizes: n={sizes[i]} would cost an estimated "
+                        f"{estimate(measured)(sizes[i]):,.0f} work units (the engine's work per "
+                        f"thread and step; the budget is {budget:,} per case)")  # fmt: skip
+                largest = max(m for m, _, _ in measured)
                 if n <= largest:  # nothing between the sizes already run and the budget
                     report.notes.append(f"{over}: not run (n={largest} ran)")
                     continue
@@ -290,7 +297,8 @@ async def run_sizes(sup: Supervisor, msg: dict, sizes: list[int], opts, report) 
         out = reply if out is None else _merge(out, reply)
         if not _clean(reply) and not _failed_cases_only(reply):
             break  # a hang, a refusal or a dead worker is the answer
-        measured += [(c["n"], c.get("thread_instructions") or 0) for c in _cases(reply)]
+        measured += [(c["n"], int(c.get("thread_work", c.get("thread_instructions")) or 0),
+                      int(c.get("steps") or 0)) for c in _cases(reply)]  # fmt: skip
     report.sizes = run_sizes
     assert out is not None  # the smallest size always runs (validate() refuses no sizes)
     return out
@@ -371,37 +379,48 @@ def _merge(a: WorkerReply, b: WorkerReply) -> WorkerReply:
                        b.stderr_tail, cases)  # fmt: skip
 
 
-def _model(points: list[tuple[int, int]]):
+def estimate(measured: list[tuple[int, int, int]]):
+    """cost(n) in the budget's units from the cases run: thread work and scheduler steps are
+    each fitted on their own (steps grow far slower than n: a wave of 270,336 threads is one
+    step per instruction), then priced: work + STEP_COST * steps."""
+    ti = _model([(n, t) for n, t, _ in measured])
+    steps = _model([(n, s) for n, _, s in measured], p_min=0.0)
+    return lambda n: ti(n) + STEP_COST * steps(n)
+
+
+def _model(points: list[tuple[int, int]], p_min: float = 1.0):
     """cost(n) = base + c1 * (n / n1) ** p: ``base`` is the smallest case's cost (launch and
     reference overhead, whatever n), the rest grows from the largest case like n ** p, p fitted
-    against the largest case at most half its size (in [1, 3]: a GEMM's size is its side), else
-    linear. With only the smallest case measured, sizes up to a few thousand run as they are."""
+    against the largest case at most half its size (in [p_min, 3]: a GEMM's size is its side),
+    else linear. With only the smallest case measured, sizes up to a few thousand run as they are."""
     pts = sorted((n, c) for n, c in points if c > 0)
     if not pts:
         return lambda n: 0.0
     n_min, base = pts[0]
     grow = [(n, c - base) for n, c in pts if n > max(n_min, 0) and c > base]
-    if not grow:
-        return lambda n: base * max(1.0, n / FEW_THOUSAND)
+    if not grow:  # (steps: the same at every size so far, e.g. all in one wave: that many)
+        return (lambda n: base) if p_min < 1 else (lambda n: base * max(1.0, n / FEW_THOUSAND))
     n1, c1 = grow[-1]
     p = 1.0
     lower = [(n, c) for n, c in grow if 2 * n <= n1]
     if lower:
         n0, c0 = lower[-1]
         if c1 > c0:
-            p = min(3.0, max(1.0, math.log(c1 / c0) / math.log(n1 / n0)))
+            p = min(3.0, max(p_min, math.log(c1 / c0) / math.log(n1 / n0)))
+        else:  # no growth between the two: as little as p_min allows
+            p = max(p_min, 0.0)
     return lambda n: base + c1 * (max(n, 0) / n1) ** p
 
 
-def fitting_size(n: int, points: list[tuple[int, int]], budget: int) -> int:
+def fitting_size(n: int, points: list[tuple[int, int, int]], budget: int) -> int:
     """``n`` when its estimated cost fits the budget; else 2**k + (n's remainder above its power
     of two, when smaller), the largest such size that fits: an odd size stays odd."""
-    cost = _model(points)
+    cost = estimate(points)
     if cost(n) <= budget:
         return n
     top = 1 << (n.bit_length() - 1)
     rest = n - top
-    smallest = max((m for m, _ in points), default=1)
+    smallest = max((m for m, _, _ in points), default=1)
     k = top.bit_length() - 1
     while k > 0:
         m = (1 << k) + (rest if rest < (1 << k) else 0)

@@ -96,6 +96,8 @@ class Worker:
             return False
 
     _ran = 0  # the emulator's thread-instructions before the current case
+    _steps = 0  # and its scheduler steps
+    _work = 0  # and its thread work (simt.cost_of)
 
     def _cost(self, case: dict) -> dict:
         """On the emulator: the thread-instructions the case ran (the caller sizes the next
@@ -104,6 +106,10 @@ class Worker:
             assert self.cd is not None  # the harness runs only once ensure_context set it
             total = self.cd.statistics()["thread_instructions"]
             case["thread_instructions"], self._ran = total - self._ran, total
+            stats = self.cd.statistics()  # its scheduler steps and work, likewise
+            steps, work = stats.get("steps", 0), stats.get("thread_work", 0)
+            case["steps"], self._steps = steps - self._steps, steps
+            case["thread_work"], self._work = work - self._work, work
         return case
 
     def hello(self, req: dict) -> dict:
@@ -126,6 +132,8 @@ class Worker:
             cd.set_budget(req.get("budget") or cd.DEFAULT_BUDGET, req.get("hang_seconds"))
             cd.take_findings()  # nothing from an earlier request
             self._ran = cd.statistics()["thread_instructions"]
+            self._steps = cd.statistics().get("steps", 0)
+            self._work = cd.statistics().get("thread_work", 0)
         modules: list[Any] = []  # the driver's module handles
         cases: list[dict] = []
         load: dict = {}
