@@ -1,13 +1,15 @@
 // The debugger in a real VS Code: code-server in headless Chromium, driven by Playwright, with
 // the packaged ptxls extension and the project's Python as the server's (no environment setup:
-// tests/e2e/run.mjs covers that). Two scenarios, each with screenshots:
+// tests/e2e/run.mjs covers that). Three scenarios, each with screenshots:
 //
 // 1. a breakpoint set with F9 on examples/vec_add.ptx's store, F5 with a launch.json following
 //    block 1 thread 7: the editor stops on that line, and the Variables view shows the
 //    thread's registers — %r5 (blockIdx.x * blockDim.x + threadIdx.x) must read 263;
 // 2. "Debug first wrong element": the GPU test (on the CPU emulator) of a planted wrong
 //    vec_add fails, the kernel's hover offers the link, one click starts the debugger, which
-//    stops after the store of the first wrong element (c[600]) in the thread that wrote it.
+//    stops after the store of the first wrong element (c[600]) in the thread that wrote it;
+// 3. a Triton kernel's .py (examples/vec_add_triton.py): F9 on its tl.store line, a launch of
+//    the .py; the debugger stops on that Python line (Triton's PTX, its .loc line info).
 //
 // Started by .ci/vscode-e2e.sh after run.mjs (same variables), or alone:
 //   CODE_SERVER=… PTXLS_VSIX=vscode-client/ptxls.vsix node tests/e2e/debugger.mjs
@@ -34,6 +36,9 @@ const STORE_LINE = VEC_ADD.split("\n").findIndex((l) => l.includes("st.global.f3
 const [BLOCK, THREAD, N] = [1, 7, 4096];
 const INDEX = BLOCK * 256 + THREAD; // the kernel's i for that thread (256 threads a block)
 const PLANTED_FROM = 600; // the planted kernel's elements from here on get a - b
+const TRITON = readFileSync(join(REPO, "examples/vec_add_triton.py"), "utf8");
+const TRITON_STORE = TRITON.split("\n").findIndex((l) => l.includes("tl.store(")) + 1;
+const TRITON_LAUNCH = "Triton add_kernel, block 2 thread 5";
 
 const results = [];
 let shotIndex = 0;
@@ -115,6 +120,26 @@ async function main() {
       await stopDebugging(page);
       return `one click from the hover: stopped where ${writer} wrote c[${PLANTED_FROM}] (${frame.replace(/\s+/g, " ").slice(0, 80)})`;
     });
+
+    await step("a Triton .py: breakpoint on a Python line through .loc", async () => {
+      await openFromExplorer(page, "vec_add_triton.py");
+      await clickEditor(page);
+      await goToLine(page, TRITON_STORE, 5);
+      await page.keyboard.press("F9");
+      await page.locator(".codicon-debug-breakpoint").first().waitFor();
+      await runCommand(page, "Debug: Select and Start Debugging");
+      await page.locator(".quick-input-list .monaco-list-row", { hasText: TRITON_LAUNCH }).first().click();
+      await waitForStop(page, /Paused on breakpoint/i);
+      await page.locator(".tabs-container .tab.active", { hasText: "vec_add_triton.py" }).waitFor();
+      const line = await currentLine(page);
+      if (line !== TRITON_STORE) throw new Error(`stopped on line ${line}, not ${TRITON_STORE}`);
+      const stack = (await page.locator(".debug-call-stack").innerText()).replace(/\s+/g, " ");
+      if (!stack.includes("block (2,0,0) thread (5,0,0)")) throw new Error(`the call stack: "${stack.slice(0, 300)}"`);
+      await page.locator(".debug-variables .monaco-list-row", { hasText: "%r" }).first().waitFor({ timeout: SLOW });
+      await shot(page, "debug-triton-python-line");
+      await stopDebugging(page);
+      return `stopped on vec_add_triton.py:${TRITON_STORE} (tl.store) in block 2 thread 5, through Triton's PTX`;
+    });
   } finally {
     await codeServer.stop();
     await browser.close().catch(() => undefined);
@@ -136,10 +161,14 @@ function makeWorkspace(dir) {
     .replace(".visible .entry vec_add(", `${annotated}.visible .entry vec_add(`);
   if (wrong === VEC_ADD) throw new Error("examples/vec_add.ptx changed: the planted bug no longer applies");
   writeFileSync(join(dir, "wrong_add.ptx"), wrong);
+  writeFileSync(join(dir, "vec_add_triton.py"), TRITON);
   writeFileSync(join(dir, ".vscode/settings.json"), JSON.stringify({ "ptxls.server.pythonPath": PYTHON, "ptxls.test.device": "cpu" }, null, 2));
   writeFileSync(
     join(dir, ".vscode/launch.json"),
-    JSON.stringify({ version: "0.2.0", configurations: [{ type: "ptxls", request: "launch", name: "vec_add, block 1 thread 7", program: "${workspaceFolder}/vec_add.ptx", n: N, block: BLOCK, thread: THREAD }] }, null, 2),
+    JSON.stringify({ version: "0.2.0", configurations: [
+      { type: "ptxls", request: "launch", name: "vec_add, block 1 thread 7", program: "${workspaceFolder}/vec_add.ptx", n: N, block: BLOCK, thread: THREAD },
+      { type: "ptxls", request: "launch", name: TRITON_LAUNCH, program: "${workspaceFolder}/vec_add_triton.py", n: 3000, block: 2, thread: 5 },
+    ] }, null, 2),
   );
   return dir;
 }
