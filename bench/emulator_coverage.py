@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import datetime
 import json
+import os
 import platform
 import re
 import shutil
@@ -259,6 +260,10 @@ def planted_items() -> list[dict]:
 # -- report ------------------------------------------------------------------------------------
 
 
+def _load(v) -> str:
+    return "/".join(f"{x:.1f}" for x in v) if v else "?"
+
+
 def markdown(rows: list[dict], meta: dict) -> str:
     lines = [
         "# Emulator coverage",
@@ -266,7 +271,13 @@ def markdown(rows: list[dict], meta: dict) -> str:
         f"{meta['date']}, {meta['machine']} ({meta['cpu']}), Python {meta['python']}; "
         f"`.venv/bin/python bench/emulator_coverage.py`; every kernel through the real harness "
         f'on the CPU emulator (`device="cpu"`, seed 7), budget {meta["budget"]:,} '
-        "thread-instructions per case. Emulated results: not GPU-verified, no times.",
+        "work units per case (gputest/emulated.py: the engine's work per thread by instruction "
+        "class, and per scheduler step). Emulated results: not GPU-verified, no times "
+        "(the s column is this benchmark's wall time per kernel test).",
+        "",
+        f"The whole library's tests: {meta.get('library_seconds')} s wall; load average "
+        f"{_load(meta.get('load_average_start'))} at the start, {_load(meta.get('load_average_end'))} "
+        "at the end (a shared 2-core machine: other jobs ran beside it).",
         "",
         "| group | kernel | verdict | expected | sizes | findings | thread-instr. | s |",
         "|:--|:--|:--|:--|:--|:--|--:|--:|",
@@ -305,6 +316,7 @@ async def main(argv: list[str]) -> int:
     from ptxls.gputest.emulated import CASE_BUDGET
     from ptxls.gputest.supervisor import close_shared
 
+    load_start = os.getloadavg()
     work = Path(tempfile.mkdtemp(prefix="emu-coverage-"))
     try:
         items = library_items() + await nvcc_items(work) + await triton_items() + planted_items()
@@ -340,6 +352,13 @@ async def main(argv: list[str]) -> int:
         "budget": args.budget or CASE_BUDGET,
         "families": fams,
         "totals": {**totals, "unexpected": unexpected},
+        # the whole library's tests (the issue's "whole library on the emulator" figure), and
+        # the machine's load around the run: the 2-core machine is shared
+        "library_seconds": round(
+            sum(r.get("seconds") or 0 for r in rows if r.get("group") == "library"), 1
+        ),  # fmt: skip
+        "load_average_start": load_start,
+        "load_average_end": os.getloadavg(),
     }
     if not args.no_write:
         OUT.mkdir(parents=True, exist_ok=True)

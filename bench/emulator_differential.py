@@ -39,7 +39,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 LIB = ROOT / "fewshot" / "kernels"
 DATA = ROOT / "tests" / "data"
-BUDGET = 20_000_000  # thread-instructions per emulated case
+BUDGET = 100_000_000  # work units per emulated case (gputest/emulated.py; 20 M thread-instructions before)
 PARALLEL = 14  # emulator workers at once (the H200 machine has 16 cores)
 
 
@@ -258,6 +258,7 @@ async def main(argv: list[str]) -> int:
         "other_side": other,
         "device": rows[0]["gpu_device"] if rows else "",
         "budget": BUDGET,
+        "budget_units": "work units",  # (runs before the work budget: thread-instructions)
         "seconds": {
             "emulator_phase": round(t_emu, 1),
             "total": round(time.monotonic() - started, 1),
@@ -314,7 +315,8 @@ def markdown(rows: list[dict], meta: dict) -> str:
         "",
         f"{meta['date']}, {meta['machine']}, GPU side: {meta['device'] or meta['other_side']}; "
         f"`bench/emulator_differential.py` (emulator budget {meta['budget']:,} "
-        f"thread-instructions per case; the GPU ran the sizes the emulator ran, untimed). "
+        f"{meta.get('budget_units', 'thread-instructions')} per case; the GPU ran the sizes the "
+        "emulator ran, untimed). "
         f"Verdicts identical (status, failing case, first wrong element): {agree}/{len(rows)}; "
         f"the same status and failing case: {same_case}/{len(rows)}. Seconds: {meta['seconds']}.",
         "",

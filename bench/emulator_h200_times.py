@@ -72,7 +72,8 @@ async def main(argv: list[str]) -> int:
             "ptxls_test_vec_add_wall_s": cli_wall(args.device)}  # fmt: skip
     print(data["ptxls_test_vec_add_wall_s"], flush=True)
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    (Path(args.out) / "h200-times.json").write_text(json.dumps(data, indent=1) + "\n")
+    day = time.strftime("%Y-%m-%d", time.gmtime())
+    (Path(args.out) / f"h200-{day}-times.json").write_text(json.dumps(data, indent=1) + "\n")
     from ptxls.gputest.supervisor import close_shared
 
     await close_shared()

@@ -11,7 +11,8 @@ process each time: interpreter start, imports, ptxas, the worker, every spec siz
 inputs, reference, poison/guard/canary and inputs-unchanged checks, comparison), its wall time,
 the CPU time of it and its children, and the sizes it ran (a replaced size is said). And beside
 each launch the H200's kernel time for the same launch where a committed result gives it
-(bench/results/emulator-speed/h200-times.json, made by bench/emulator_h200_times.py on the GPU).
+(bench/results/emulator-speed/h200-<date>-times.json, made by bench/emulator_h200_times.py on
+the GPU).
 
 Writes bench/results/emulator-speed/<machine>-<date>[-part].{json,md}.
 Run: .venv/bin/python bench/emulator_speed.py [--quick] [--part NAME]
@@ -87,13 +88,13 @@ def run(kernel: str, n: int, per_thread: bool) -> dict:
     }  # fmt: skip
 
 
-H200 = HERE / "results" / "emulator-speed" / "h200-times.json"
-
-
 def h200_times() -> tuple[dict, str]:
-    """{(kernel, n): kernel ms on the H200} from the committed GPU run, and its source."""
-    if not H200.is_file():
+    """{(kernel, n): kernel ms on the H200} from the latest committed GPU run
+    (bench/results/emulator-speed/h200-<date>-times.json), and its file."""
+    found = sorted((HERE / "results" / "emulator-speed").glob("h200-*-times.json"))
+    if not found:
         return {}, ""
+    H200 = found[-1]
     data = json.loads(H200.read_text())
     got = {(r["kernel"], r["n"]): r["time_ms"] for r in data["rows"] if r.get("time_ms")}
     return got, str(H200.relative_to(HERE.parent))
