@@ -83,7 +83,7 @@ async def _bench(args, targets, sizes):
             return None, why
         if len(targets) > 1:  # every ptxas and nvcc build at once, before the first kernel
             progress("building every kernel and its nvcc baseline")
-            await prepare_library(sorted({path for path, _ in targets}))
+            await prepare_library(sorted({path for path, _ in targets}), arch=args.arch)
         rows = []
         for path, kernel in targets:
             progress(f"{kernel or path}")

@@ -72,12 +72,12 @@ def library_kernels(root: Path | None = None) -> dict[str, Path]:
     }
 
 
-async def prepare_library(paths: list[str], supervisor=None) -> int:
+async def prepare_library(paths: list[str], supervisor=None, arch: str | None = None) -> int:
     """Every build the benchmark of ``paths`` needs (ptxas for each kernel, nvcc for each
     library reference), all at once before the first kernel runs: the GPU host's cores compile
     side by side, and each test then finds its builds in build.py's cache (keyed by source
     hash, arch and tool, exactly as the test asks). Returns how many builds ran; 0 without a
-    GPU (the tests say why)."""
+    GPU (the tests say why). ``arch``: as ``ptxls bench --arch`` (default: the device's)."""
     import asyncio
 
     from . import build
@@ -92,7 +92,7 @@ async def prepare_library(paths: list[str], supervisor=None) -> int:
     jobs = []
     for path in paths:
         text = Path(path).read_text(errors="replace")
-        target = _arch_for(ptx_target(text), device_arch)
+        target = arch or _arch_for(ptx_target(text), device_arch)
         jobs.append(build.assemble_ptx(text, target))
         beside = spec_json_beside(path)
         if beside is None:
