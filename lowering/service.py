@@ -22,7 +22,7 @@ from . import prompt, safe_write
 from .accounting import header_line, run_summary
 from .loop import LoopOptions, LoopResult, Progress, run_loop
 from .perf import Resources
-from .protocols import Verifier
+from .protocols import ChatClient, Verifier
 from .provenance import OutputPlan, Provenance, plan_output, with_header
 from .settings import LlmSettings
 from .sources import SourceKernel, sources_in
@@ -432,7 +432,11 @@ def write_attempt(root: Path, stem: str, text: str) -> Path | None:
 
 
 async def make_plan(
-    job: LowerJob, settings: LlmSettings, *, client=None, progress: Progress | None = None
+    job: LowerJob,
+    settings: LlmSettings,
+    *,
+    client: ChatClient | None = None,
+    progress: Progress | None = None,
 ) -> tuple[str, str]:
     """Only the step plan (strategy "plan"), for a person to check before any PTX is written.
     Returns (plan, error)."""
@@ -455,24 +459,22 @@ async def make_plan(
         plan=True,
         facts=facts_for_test(spec, False),
     )
-    own_client = client is None
-    if own_client:
-        from .llm_client import LlmClient, LlmError
+    from .llm_client import LlmClient, LlmError
 
+    own = None  # the client made here (closed here), when the caller gave none
+    if client is None:
         try:
-            client = LlmClient(settings)
+            own = client = LlmClient(settings)
         except LlmError as e:
             return "", str(e)
-    from .llm_client import LlmError
-
     try:
         (progress or (lambda _m: None))("asking the model for a step plan")
         reply = await client.chat(messages, seed=settings.seed)
     except LlmError as e:
         return "", str(e)
     finally:
-        if own_client:
-            await client.aclose()
+        if own is not None:
+            await own.aclose()
     plan = (reply.text or "").strip()
     if not plan:
         return "", "the model sent an empty plan" + (
@@ -532,18 +534,18 @@ async def lower_llm(
     progress: Progress | None = None,
     cancel: asyncio.Event | None = None,
     verifier: Verifier | None = None,
-    client=None,
+    client: ChatClient | None = None,
 ) -> LowerOutcome:
     prepared = await _prepare(job, settings, verifier)
     if isinstance(prepared, LowerOutcome):
         return prepared
     run, verifier = prepared
-    own_client = client is None
-    if own_client:
+    own = None  # the client made here (closed here), when the caller gave none
+    if client is None:
         from .llm_client import LlmClient, LlmError
 
         try:
-            client = LlmClient(settings)
+            own = client = LlmClient(settings)
         except LlmError as e:
             return LowerOutcome(False, str(e))
     opts = loop_options(settings, job)
@@ -556,8 +558,8 @@ async def lower_llm(
                                 examples=fitting_examples(run.src, settings.fewshot_count),
                                 verifier=verifier, progress=progress, cancel=cancel)  # fmt: skip
     finally:
-        if own_client:
-            await client.aclose()
+        if own is not None:
+            await own.aclose()
     outcome = LowerOutcome(
         result.ok,
         result.message,
