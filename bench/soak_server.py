@@ -3,9 +3,9 @@ completions, Show PTX and GPU-test commands (some cancelled, some replaced), dam
 broken frames, bursts of didOpen, a document above the size limit, a FIFO named by a command —
 with a hover on a small document every ~100 ms whose latency is the figure that matters.
 
-    .venv/bin/python bench/soak_server.py [--seconds 300] [--seed 1]
+    .venv/bin/python bench/soak_server.py [--seconds 300] [--seed 1] [--basic] [--part NAME] [--tree DIR]
 
-Writes bench/results/soak/<machine>-<date>[-basic].json and .md: worst/p99/median hover latency,
+Writes bench/results/soak/<machine>-<date>[-basic][-part].json and .md: worst/p99/median hover latency,
 requests sent and answered, messages of each kind, the server's resident memory (sampled) and
 its peak, processes of its own left when it ends. Exits 1 when a request went unanswered, the
 server died, or a process of its own outlived it.
@@ -85,7 +85,7 @@ def _descendants(pid: int) -> set[int]:
     return out
 
 
-def soak(seconds: float, seed: int, project: Path, basic: bool = False) -> dict:
+def soak(seconds: float, seed: int, project: Path, basic: bool = False, tree: str = "") -> dict:
     rng = random.Random(seed)
     ids = iter(range(10**6, 10**9))
     (project / ".git").mkdir()
@@ -98,7 +98,8 @@ def soak(seconds: float, seed: int, project: Path, basic: bool = False) -> dict:
     counts = {k: 0 for k in ("hover_probe", "request", "command", "cancelled", "replaced",
                              "damaged_edit", "broken_frame", "open_burst_docs", "large_doc")}  # fmt: skip
     outstanding, hovers, rss = [], [], []
-    with RawServer(cwd=str(project)) as server:
+    env = {"PYTHONPATH": str(Path(tree).resolve() / "src")} if tree else None
+    with RawServer(cwd=str(project), env=env) as server:
         server.initialize(str(project), {"ptxls": {"debounceMs": 50}})
         server.open(small.as_uri(), SMALL)
         server.open(fuzz.as_uri(), SEED_TEXTS[0])
@@ -228,9 +229,13 @@ def main() -> int:
     ap.add_argument("--out", default=None, help="a folder (default: bench/results/soak/)")
     ap.add_argument("--basic", action="store_true",
                     help="issue 25's mix: requests, damaged edits, broken frames only")  # fmt: skip
+    ap.add_argument("--part", default="", help="a suffix of the result files (after -basic)")
+    ap.add_argument("--tree", default="", metavar="DIR",
+                    help="soak the ptxls tree in DIR (e.g. a `git archive` of a commit), not "
+                         "this checkout")  # fmt: skip
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="ptxls-soak-") as tmp:
-        result = soak(args.seconds, args.seed, Path(tmp), basic=args.basic)
+        result = soak(args.seconds, args.seed, Path(tmp), basic=args.basic, tree=args.tree)
     ok = (result["requests_answered"] == result["requests_sent"] and result["alive_at_end"]
           and not result["processes_left"])  # fmt: skip
     machine = {"platform": platform.platform(), "python": platform.python_version(),
@@ -239,9 +244,12 @@ def main() -> int:
                        "during the soak, so latencies include their load"}  # fmt: skip
     report = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "machine": machine,
               "command": f".venv/bin/python bench/soak_server.py --seconds {args.seconds:g} "
-                         f"--seed {args.seed}" + (" --basic" if args.basic else ""),
+                         f"--seed {args.seed}" + (" --basic" if args.basic else "")
+                         + (f" --part {args.part}" if args.part else "")
+                         + (f" --tree {args.tree}" if args.tree else ""),
               "mix": "basic" if args.basic else "full", "ok": ok, **result}  # fmt: skip
-    stem = result_path("soak", "json", "basic" if args.basic else "").with_suffix("")
+    part = "-".join(x for x in ("basic" if args.basic else "", args.part) if x)
+    stem = result_path("soak", "json", part).with_suffix("")
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
         stem = Path(args.out) / stem.name

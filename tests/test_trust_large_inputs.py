@@ -185,3 +185,13 @@ def test_a_hover_after_a_burst_sees_the_change_to_its_own_document(server, tmp_p
     server.send(b"".join(opens[:1999]) + change + opens[1999])
     result = str(server.hover(SMALL.as_uri(), LINE, COL, timeout=60).get("result"))
     assert "add" in result and "mad" not in result, result
+
+
+def test_lines_split_in_slices_are_the_lines_split_at_once():
+    from ptxls.diagnostics.engine import split_lines
+    from ptxls.server.features.ptx_diagnostics import _split_in_slices
+
+    rng = random.Random(7)
+    for _ in range(3000):
+        text = "".join(rng.choice("ab\n\r") for _ in range(rng.randint(0, 60)))
+        assert _split_in_slices(text, step=rng.randint(1, 6)) == split_lines(text), repr(text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import functools
 import os
@@ -28,6 +29,14 @@ def _scratch() -> Path:
     return path
 
 
+# Above this the text is encoded and written to the scratch file in a worker thread.
+WRITE_OFF_LOOP_BYTES = 256 << 10
+
+
+def _write(path: Path, text: str) -> None:
+    path.write_bytes(text.encode("utf-8", errors="replace"))
+
+
 async def run_ptxas(
     text: str,
     *,
@@ -43,7 +52,10 @@ async def run_ptxas(
     job.mkdir()
     try:
         src = job / scratch_name(file_name, "input.ptx", reserved=("out.cubin",))
-        src.write_bytes(text.encode("utf-8", errors="replace"))
+        if len(text) > WRITE_OFF_LOOP_BYTES:  # a 6 MB file: tens of ms of encode and write
+            await asyncio.to_thread(_write, src, text)
+        else:
+            _write(src, text)
         out = job / "out.cubin"
         args = [
             tool.path,

@@ -188,7 +188,7 @@ async def _check(
     if doc is None or doc.version != version:
         return
     text = doc.source
-    lines = split_lines(text)
+    lines: list[str] | None = None  # only where there are problems to place (_lines_of)
     opts = _options(ls, uri, len(text), on_save=on_save)
     started = time.monotonic()
     try:
@@ -196,11 +196,41 @@ async def _check(
             async for step in steps:
                 if not (opts.run_tool or step.binary):
                     _tell_save_only(ls, uri, len(text))
-                _publish(ls, uri, version, step.result.problems, lines)
+                if lines is None and step.result.problems:
+                    lines = await _lines_of(text)
+                _publish(ls, uri, version, step.result.problems, lines or [])
                 if step.final and step.result.ran_tool:
                     _ran_ptxas(ls, uri, version, step.result, time.monotonic() - started)
     except PtxasUnavailable as e:
         ls.tell_once("ptxas-missing", f"ptxls: {e}", types.MessageType.Error)
+
+
+# Above this a text's lines are split in a worker thread, a slice at a time (_split_in_slices).
+LINES_OFF_LOOP_BYTES = 256 << 10
+
+
+async def _lines_of(text: str) -> list[str]:
+    """The text's lines, to place problems: split on the loop for an ordinary file; for a large
+    one in a worker thread, in slices (one split of a 1M-line file held the loop 170-200 ms,
+    and held the GIL as long in a thread)."""
+    if len(text) <= LINES_OFF_LOOP_BYTES:
+        return split_lines(text)
+    return await asyncio.to_thread(_split_in_slices, text)
+
+
+def _split_in_slices(text: str, step: int = 1 << 16) -> list[str]:
+    """split_lines(text), a slice of about ``step`` characters at a time (cut after a line end),
+    so that the thread doing it lets the event loop run between slices."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    out: list[str] = []
+    pos, n = 0, len(text)
+    while True:
+        end = text.find("\n", min(pos + step, n))
+        if end < 0:
+            out.extend(text[pos:].split("\n"))
+            return out
+        out.extend(text[pos:end].split("\n"))
+        pos = end + 1
 
 
 def _ran_ptxas(ls: PtxlsServer, uri: str, version, result: CheckResult, took: float) -> None:
