@@ -282,11 +282,14 @@ def _modules_for(command: str | None, words: list[str]) -> list[str]:
     """The command modules to import for this command line: its own module, none for a
     built-in command or a bare ``--version``, all of them otherwise (help, unknown commands:
     the list of commands and the closest one need every name)."""
+    before = words[: words.index(command)] if command in words else words
+    if {"-h", "--help"} & set(before):  # `ptxls -h check`: the main help, every command
+        return list(_COMMAND_MODULES.values())
     if command in _COMMAND_MODULES:
         return [_COMMAND_MODULES[command]]
     if command in _BUILT_IN:
         return []
-    if command is None and "--version" in words and not {"-h", "--help"} & set(words):
+    if command is None and "--version" in words:
         return []
     return list(_COMMAND_MODULES.values())
 

@@ -79,12 +79,22 @@ def test_check_imports_only_the_check():
 
 
 def test_help_still_lists_every_command():
-    r = subprocess.run(
-        [sys.executable, "-m", "ptxls.cli", "--help"], capture_output=True, text=True, cwd=ROOT
-    )
-    assert r.returncode == 0
-    for command in ("check", "test", "lower", "replay", "bench", "sass", "eval", "debug-adapter"):
-        assert re.search(rf"^    {command}(\s|$)", r.stdout, re.MULTILINE), command
+    for args in (["--help"], ["-h", "check"]):  # the main help, whatever follows it
+        r = subprocess.run(
+            [sys.executable, "-m", "ptxls.cli", *args], capture_output=True, text=True, cwd=ROOT
+        )
+        assert r.returncode == 0
+        for command in (
+            "check",
+            "test",
+            "lower",
+            "replay",
+            "bench",
+            "sass",
+            "eval",
+            "debug-adapter",
+        ):
+            assert re.search(rf"^    {command}(\s|$)", r.stdout, re.MULTILINE), (args, command)
 
 
 def test_reading_a_test_spec_does_not_import_numpy():
