@@ -30,8 +30,8 @@ MAX_WAVE_THREADS = 132 * 2048
 def _dim3(v) -> tuple[int, int, int]:
     if isinstance(v, int):
         return (v, 1, 1)
-    t = tuple(int(x) for x in v) + (1, 1, 1)
-    return t[:3]
+    t = [int(x) for x in v] + [1, 1, 1]
+    return (t[0], t[1], t[2])
 
 
 @dataclass
@@ -160,6 +160,7 @@ class Execution:
         with np.errstate(all="ignore"):
             if self._need_wave() and not self._start_wave():
                 return self._finish()
+            assert self.sched is not None  # _start_wave made it
             self.sched.step()
         if self.result.hang or self.result.trapped:
             return self._finish()
@@ -171,6 +172,7 @@ class Execution:
                 if self._need_wave() and not self._start_wave():
                     self._finish()
                     break
+                assert self.sched is not None  # _start_wave made it
                 self.sched.run()
         return self.result
 
@@ -208,7 +210,7 @@ class Execution:
 
     def register(self, name: str, thread: int, type_: str = "b32"):
         """One thread's register value as PTX type type_ (None if never written)."""
-        w = self.wave
+        w = self._resident()
         i = self.func.reg_index[name]
         arr = w.regs[i]
         if arr is None:
@@ -218,18 +220,28 @@ class Execution:
         bits = arr if arr.ndim == 0 else arr[thread : thread + 1]
         return V.bits_to(np.asarray(bits), type_).reshape(-1)[0].item()
 
+    def _resident(self) -> Wave:
+        """The wave now running (the debugger reads state only while one is)."""
+        if self.wave is None:
+            raise LookupError("no wave is resident: the launch has not started or has finished")
+        return self.wave
+
     def registers(self, thread: int) -> dict[str, int | bool | None]:
         out = {}
+        wave = self._resident()
         for r in self.func.regs:
-            arr = self.wave.regs[self.func.reg_index[r.name]]
+            arr = wave.regs[self.func.reg_index[r.name]]
             out[r.name] = None if arr is None else (arr if arr.ndim == 0 else arr[thread]).item()
         return out
 
     def shared(self, block_slot: int = 0) -> bytes:
-        S = self.wave.shared_size
-        return self.wave.shared[block_slot * S : (block_slot + 1) * S].tobytes()
+        wave = self._resident()
+        S = wave.shared_size
+        return wave.shared[block_slot * S : (block_slot + 1) * S].tobytes()
 
     def pc_of(self, thread: int) -> int | None:
+        if self.sched is None:
+            return None
         for pc, idx in self.sched.groups.items():
             j = np.searchsorted(idx, thread)
             if j < idx.size and idx[j] == thread:

@@ -157,6 +157,7 @@ class Memory:
     def _unwritten_words(self, size: int):
         """The per-byte 'unwritten' flags viewed as one word per aligned size-byte access
         (a single gather per access), or None for other sizes."""
+        assert self.unwritten is not None  # callers check it is tracked
         if size in (1, 2, 4, 8):
             return self.unwritten.view(
                 {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[size]

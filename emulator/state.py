@@ -12,6 +12,7 @@ every thread of the wave is at the instruction, else a sorted int64 array of thr
 from __future__ import annotations
 
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -51,7 +52,7 @@ class Wave:
         self.nwarps = self.nblocks * self.warps_per_block
         self._special_cache: dict[str, np.ndarray] = {}
         self.regs: list[np.ndarray | None] = [None] * len(func.regs)
-        self.written: list[object] = [False] * len(func.regs)  # True | False | bool[N]
+        self.written: list[Any] = [False] * len(func.regs)  # True | False | bool[N]
         self.widths = [r.width for r in func.regs]
         self.shared_size = launch.shared_layout_size + launch.dynamic_shared
         self.shared = np.zeros(self.nblocks * self.shared_size, dtype=np.uint8)
@@ -60,8 +61,8 @@ class Wave:
         self.local = np.zeros(n * self.local_size, dtype=np.uint8) if self.local_size else None
         self.exited = np.zeros(n, dtype=bool)
         self.clock = 0  # advanced by the scheduler: %clock is monotonic
-        self.hooks = None
-        self.sched = None
+        self.hooks: Any = None  # launch.Hooks while a debugger watches
+        self.sched: Any = None  # the simt.Scheduler running this wave (simt imports state)
         self.coalesced = False  # the step's global access ran as one slice (its cost)
         self.pending_undefined = None  # (threads, pc, where) of the last load of unwritten shared
         self.undefined_origin: dict[int, tuple[int, str]] = {}
@@ -192,7 +193,7 @@ class Wave:
         """[base+offset] as uint64 per thread (0-d when uniform)."""
         if op.base is None:
             return np.asarray(op.offset, dtype=np.uint64)
-        if type(op.base) is Sym:
+        if isinstance(op.base, Sym):
             return np.asarray(
                 self.symbol_address(op.base.name) + op.base.offset + op.offset, np.uint64
             )
