@@ -17,14 +17,15 @@ demo: setup
 	$(BIN)/ptxls doctor
 	$(BIN)/ptxls demo
 
-# Everything (what CI runs), spread over the cores by pytest-xdist.
+# Everything (what CI runs), spread over the cores by pytest-xdist, a file at a time: a module
+# whose tests share one server (tests/conftest.py, `shared_client`) starts it once.
 test: setup
-	$(BIN)/pytest -n auto
+	$(BIN)/pytest -n auto --dist loadfile
 
 # The inner loop: every test that starts no process (tests/conftest.py marks the others
 # `process` from what they use); the slowest are listed so a new slow test shows.
 test-fast: setup
-	$(BIN)/pytest -n auto -q -m "not process" --durations=10
+	$(BIN)/pytest -n auto --dist loadfile -q -m "not process" --durations=10
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

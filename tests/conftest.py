@@ -38,10 +38,8 @@ with contextlib.suppress(ImportError):
     from lsp_helpers import *  # noqa: F403
     from lsp_helpers import SERVER_COMMAND, init_params, recording_client
 
-    @pytest_asyncio.fixture
-    async def client(request, tmp_path):
-        """A started (and, unless told otherwise, initialized) server with a recording client."""
-        how = _lsp_marker_kwargs(request)
+    @contextlib.asynccontextmanager
+    async def _started_server(how: dict, root: Path):
         lsp = recording_client()
         await lsp.start_io(*SERVER_COMMAND, *how.get("server_args", ()), env=how.get("env"))
         try:
@@ -49,13 +47,31 @@ with contextlib.suppress(ImportError):
                 how["on_start"](lsp)
             if how.get("initialize", True):
                 init = how.get("init", init_params)
-                await lsp.initialize_session(init(tmp_path, how.get("options")))
+                await lsp.initialize_session(init(root, how.get("options")))
             yield lsp
             # a test may have shut the server down itself, or never initialized it
             with contextlib.suppress(RuntimeError):
                 await lsp.shutdown_session()
         finally:
             await lsp.stop()
+
+    @pytest_asyncio.fixture
+    async def client(request, tmp_path):
+        """A started (and, unless told otherwise, initialized) server with a recording client."""
+        async with _started_server(_lsp_marker_kwargs(request), tmp_path) as lsp:
+            yield lsp
+
+    @pytest_asyncio.fixture(scope="module", loop_scope="module")
+    async def shared_client(request, tmp_path_factory):
+        """One server for all the tests of a module that only ask it things: each opens its own
+        documents (its own uris), none changes settings, shuts it down or makes it fail. The
+        module's ``lsp`` marker configures it; its tests run in the module's event loop
+        (``pytestmark = SHARED_SERVER``, from lsp_helpers). The Makefile's ``--dist loadfile``
+        keeps a module on one xdist worker, so the module starts one server (xdist's
+        ``loadgroup`` would do it per module, but does not group on pytest 9)."""
+        root = tmp_path_factory.mktemp("shared-server")
+        async with _started_server(_lsp_marker_kwargs(request), root) as lsp:
+            yield lsp
 
 
 def _lsp_marker_kwargs(request) -> dict:
@@ -112,7 +128,7 @@ PROCESS_NAMES = frozenset(
         "find_nvcc",
     }
 )
-PROCESS_FIXTURES = frozenset({"client"})
+PROCESS_FIXTURES = frozenset({"client", "shared_client"})
 SLOW = {
     "tests/test_library_timing_rules.py": "the harness's timing loops on a stand-in device",
     "tests/test_sass_line_info.py::test_library_modules_still_assemble_and_map_back": "ptxas "
@@ -122,6 +138,8 @@ SLOW = {
         "nvcc on every task's reference"
     ),
     "tests/test_eval_ray.py": "Ray starts its own worker processes",
+    "tests/test_cli_grammar.py::test_every_command_on_input_that_runs_the_tools": "nvcc, "
+    "ptxas -v, the emulator and the demo, in-process",
 }
 
 

@@ -114,3 +114,16 @@ def replace_all(client: LanguageClient, uri: str, text: str, version: int) -> No
 @pytest.fixture
 def examples() -> Path:
     return EXAMPLES
+
+
+# pytestmark of a module whose tests share one server (the `shared_client` fixture in
+# conftest.py): its async tests run in the module's event loop, where that server's client lives.
+# A test there that needs a server of its own uses `client` and FRESH_SERVER.
+SHARED_SERVER = [
+    pytest.mark.asyncio(loop_scope="module"),
+    # the module's plain (sync) tests carry the mark too; pytest-asyncio warns about those
+    pytest.mark.filterwarnings(
+        "ignore:The test <Function .* is marked with '@pytest.mark.asyncio'"
+    ),
+]
+FRESH_SERVER = pytest.mark.asyncio(loop_scope="function")

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from cli_helpers import run_cli
 
 from ptxls.cli.main import build_parser
 from ptxls.toolchain.gpu_probe import probe_gpu
@@ -40,13 +41,16 @@ class Row:
     stderr: tuple[str, ...] = ()  # each must be in stderr
     said_as: str = ""  # the command every stderr message line must be named by
     env: dict = field(default_factory=dict)
+    tools: bool = False  # runs nvcc, ptxas -v, the emulator or the demo: seconds, not ms
 
     def __str__(self) -> str:
         return " ".join(self.args)
 
 
-def row(*args: str, exit: int, out=(), err=(), said_as: str = "", env=None) -> Row:
-    return Row(tuple(args), exit, tuple(out), tuple(err), said_as, env or {})
+def row(
+    *args: str, exit: int, out=(), err=(), said_as: str = "", env=None, tools: bool = False
+) -> Row:
+    return Row(tuple(args), exit, tuple(out), tuple(err), said_as, env or {}, tools)
 
 
 def _required_positionals() -> dict[str, list[str]]:
@@ -68,12 +72,18 @@ ARCH_LIST = "it accepts: sm_75, sm_80"
 GOOD = [
     row("check", "vec_add.ptx", exit=0),
     row("check", "--format", "json", "vec_add.ptx", exit=0, out=('"problems": []',)),
-    row("check", "vec_add.cu", exit=0),
+    row("check", "vec_add.cu", exit=0, tools=True),
     row("usage", "vec_add.ptx", exit=0, out=("registers",)),
     row("usage", "--format", "markdown", "vec_add.ptx", exit=0, out=("**kernel `vec_add`**",)),
-    row("sass", "vec_add.cu", exit=0, out=("vec_add(const float*, const float*, float*, int)",)),
-    row("sass", "--format", "json", "vec_add.ptx", exit=0, out=('"name": "vec_add"',)),
-    row("test", "vec_add.ptx", "--device", "gpu", exit=NO_GPU, out=("vec_add",)),
+    row(
+        "sass",
+        "vec_add.cu",
+        exit=0,
+        out=("vec_add(const float*, const float*, float*, int)",),
+        tools=True,
+    ),  # fmt: skip
+    row("sass", "--format", "json", "vec_add.ptx", exit=0, out=('"name": "vec_add"',), tools=True),
+    row("test", "vec_add.ptx", "--device", "gpu", exit=NO_GPU, out=("vec_add",), tools=True),
     row(
         "test",
         "vec_add.ptx",
@@ -84,6 +94,7 @@ GOOD = [
         "100",
         exit=5,
         out=("not GPU-verified",),
+        tools=True,
     ),  # fmt: skip
     row(
         "lower",
@@ -96,6 +107,7 @@ GOOD = [
         "out.ptx",
         exit=0,
         out=("out.ptx",),
+        tools=True,
     ),  # fmt: skip
     row("doctor", exit=0, out=("ptxas",)),
     row("doctor", "--format", "json", exit=0, out=('"ptxas"',)),
@@ -107,6 +119,7 @@ GOOD = [
         str(EXAMPLES),
         exit=0,
         out=("all steps behaved as expected",),
+        tools=True,
     ),  # fmt: skip
     row(
         "demo",
@@ -118,12 +131,13 @@ GOOD = [
         "json",
         exit=0,
         out=('"ok": true',),
+        tools=True,
     ),  # fmt: skip
     row("eval", "--list", exit=0, out=("tasks",)),
     *[row(c, "--help", exit=0, out=(f"usage: ptxls {c}",)) for c in COMMANDS],
 ]
 if not HAS_GPU:  # with a GPU it would time the whole library
-    GOOD.append(row("bench", "vec_add", exit=3, err=("no GPU",), said_as="bench"))
+    GOOD.append(row("bench", "vec_add", exit=3, err=("no GPU",), said_as="bench", tools=True))
 
 BAD = [
     row("check", "--format", "json", "broken.ptx", exit=1, out=('"severity": "error"',)),
@@ -164,6 +178,7 @@ BAD = [
         out=('bad.cu:1:53: error: identifier "y" is undefined',),
         err=("no PTX written: nvcc found errors in bad.cu",),
         said_as="lower",
+        tools=True,
     ),  # fmt: skip
     # cannot run: 2, said by the command
     *[
@@ -179,7 +194,16 @@ BAD = [
     row("check", "README.md", exit=2, err=("README.md: not a PTX or CUDA file",), said_as="check"),
     row("usage", "vec_add.cu", exit=2, err=("not a PTX file",), said_as="usage"),
     row("sass", "README.md", exit=2, err=("not a PTX, CUDA or Triton file",), said_as="sass"),
-    row("sass", "vec_add.ptx", "--kernel", "nope", exit=2, err=("has: vec_add",), said_as="sass"),
+    row(
+        "sass",
+        "vec_add.ptx",
+        "--kernel",
+        "nope",
+        exit=2,
+        err=("has: vec_add",),
+        said_as="sass",
+        tools=True,
+    ),  # fmt: skip
     row("test", "vec_add.ptx", "--kernel", "nope", exit=2, err=("has: vec_add",), said_as="test"),
     row(
         "lower",
@@ -274,16 +298,7 @@ def workdir(tmp_path_factory) -> Path:
     return here
 
 
-@pytest.mark.parametrize("case", GOOD + BAD, ids=str)
-def test_every_command_on_good_and_bad_input(case: Row, workdir: Path):
-    r = subprocess.run(
-        [sys.executable, "-m", "ptxls.cli", *case.args],
-        cwd=workdir,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, **case.env},
-    )
+def _check(case: Row, r: subprocess.CompletedProcess) -> None:
     said = f"exit {r.returncode}\n--- stdout\n{r.stdout[-3000:]}\n--- stderr\n{r.stderr[-3000:]}"
     assert r.returncode == case.exit, said
     for text in case.stdout:
@@ -295,6 +310,48 @@ def test_every_command_on_good_and_bad_input(case: Row, workdir: Path):
         assert lines and all(ln.startswith(f"ptxls {case.said_as}: ") for ln in lines), said
     if "--format" in case.args and "json" in case.args and r.stdout.strip():
         json.loads(r.stdout)  # the whole of stdout is the document, on failure too
+
+
+# The table runs through ptxls.cli.main.main(argv) in this process (tests/cli_helpers.py):
+# the grammar is the parser's, the runners' and the exit-code table's, not the interpreter's.
+# Rows that run the tools are split off so that `make test-fast` keeps the quick ones
+# (tests/conftest.py's SLOW names the other test).
+QUICK = [c for c in GOOD + BAD if not c.tools]
+TOOLS = [c for c in GOOD + BAD if c.tools]
+
+
+@pytest.mark.parametrize("case", QUICK, ids=str)
+def test_every_command_on_good_and_bad_input(case: Row, workdir: Path):
+    _check(case, run_cli(*case.args, cwd=workdir, env=case.env))
+
+
+@pytest.mark.parametrize("case", TOOLS, ids=str)
+def test_every_command_on_input_that_runs_the_tools(case: Row, workdir: Path):
+    _check(case, run_cli(*case.args, cwd=workdir, env=case.env))
+
+
+# The console script end to end, one row of each kind: a clean run, the user's error, cannot
+# run (with the environment reaching the child), a usage error, JSON on stdout.
+END_TO_END = ["check vec_add.ptx", "check broken.ptx", "lower vec_add.cu --kernel vec_add",
+              "chek vec_add.ptx", "check --format json broken.ptx", "doctor --format json"]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", [c for c in GOOD + BAD if str(c) in END_TO_END], ids=str)
+def test_the_console_script_on_good_and_bad_input(case: Row, workdir: Path):
+    script = Path(sys.executable).with_name("ptxls")  # the entry point pip installed
+    r = subprocess.run(
+        [str(script), *case.args],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **case.env},
+    )
+    _check(case, r)
+
+
+def test_every_end_to_end_row_is_in_the_table():
+    assert len({str(c) for c in GOOD + BAD} & set(END_TO_END)) == len(END_TO_END)
 
 
 def test_the_exit_code_table_is_in_the_help():

@@ -5,13 +5,25 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from ptxls.fewshot.library import KERNELS_DIR
 from ptxls.fewshot.measured import load_measured
 
-from lsp_helpers import open_doc
+from lsp_helpers import SHARED_SERVER, open_doc
+
+# "Run GPU test" on the GPU only: without one the answer is "no GPU" at once, after the spec was
+# read (a missing spec.json answers "no test spec" first); "auto" would emulate layernorm_rows
+pytestmark = [pytest.mark.lsp(options={"test": {"device": "gpu"}}), *SHARED_SERVER]
+
+
+@pytest.fixture
+def client(shared_client: LanguageClient) -> LanguageClient:
+    """One server for the module: the tests only ask (each on documents of its own)."""
+    return shared_client
+
 
 HEADER = ".version 8.0\n.target sm_90\n.address_size 64\n\n"
 BODY = """.visible .entry mine(.param .u64 p)

@@ -12,12 +12,20 @@ from lsp_helpers import (
     BROKEN,
     EXAMPLES,
     FIXED,
+    SHARED_SERVER,
     open_doc,
     replace_all,
     wait_for_publish,
 )
 
-pytestmark = pytest.mark.lsp(options={"debounceMs": 50})
+pytestmark = [pytest.mark.lsp(options={"debounceMs": 50}), *SHARED_SERVER]
+
+
+@pytest.fixture
+def client(shared_client: LanguageClient) -> LanguageClient:
+    """One server for the module: each test opens documents of its own (its tmp_path's uris)
+    and leaves the settings and the server's life alone."""
+    return shared_client
 
 
 def _by_source(params, source):

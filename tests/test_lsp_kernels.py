@@ -6,7 +6,18 @@ from __future__ import annotations
 
 import asyncio
 
-from lsp_helpers import open_doc
+import pytest
+
+from lsp_helpers import SHARED_SERVER, open_doc
+
+pytestmark = SHARED_SERVER
+
+
+@pytest.fixture
+def client(shared_client):
+    """One server for the module: the tests only ask (each on documents of its own)."""
+    return shared_client
+
 
 PTX = "\n".join(
     [

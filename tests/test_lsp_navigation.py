@@ -28,10 +28,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from lsp_helpers import DATA, open_doc, wait_for_publish
+from lsp_helpers import DATA, SHARED_SERVER, open_doc, wait_for_publish
+
+# every test only asks: one server for the module, each case file opened in it once
+pytestmark = SHARED_SERVER
 
 CASES = sorted((DATA / "ptx_cases" / "navigation").glob("*.ptx"))
 CARET = re.compile(r"^//( *)(\^+) ([\w-]+)(.*)$")
@@ -81,14 +85,19 @@ QUESTIONS = [
 ]
 
 
-@pytest.fixture
-async def opened(client: LanguageClient, tmp_path, request):
+_OPENED: dict[Path, types.TextDocumentIdentifier] = {}
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def opened(shared_client: LanguageClient, tmp_path_factory, request):
     """The case file open in the server and checked once (ptxas -v feeds the entry hover)."""
     path: Path = request.node.callspec.params["path"]
-    uri = (tmp_path / path.name).as_uri()
-    open_doc(client, uri, path.read_text(encoding="utf-8"))
-    await wait_for_publish(client, uri)
-    return types.TextDocumentIdentifier(uri=uri)
+    if path not in _OPENED:
+        uri = (tmp_path_factory.mktemp("navigation") / path.name).as_uri()
+        open_doc(shared_client, uri, path.read_text(encoding="utf-8"))
+        await wait_for_publish(shared_client, uri)
+        _OPENED[path] = types.TextDocumentIdentifier(uri=uri)
+    return _OPENED[path]
 
 
 async def _answer(client: LanguageClient, doc, ask: Ask):
@@ -117,11 +126,11 @@ async def _answer(client: LanguageClient, doc, ask: Ask):
 
 
 @pytest.mark.parametrize("path, ask", QUESTIONS)
-async def test_navigation(client: LanguageClient, opened, path, ask):
+async def test_navigation(shared_client: LanguageClient, opened, path, ask):
     text = path.read_text(encoding="utf-8")
     lines = text.split("\n")
     targets, _ = read_annotations(text)
-    got = await _answer(client, opened, ask)
+    got = await _answer(shared_client, opened, ask)
     if ask.kind == "definition":
         line, cols = targets[ask.args[0]]
         start, end = got.range.start, got.range.end
@@ -151,9 +160,9 @@ OUTLINES = [
 
 
 @pytest.mark.parametrize("path", OUTLINES)
-async def test_outline(client: LanguageClient, opened, path):
+async def test_outline(shared_client: LanguageClient, opened, path):
     name, labels, texts = OUTLINE.search(path.read_text(encoding="utf-8")).groups()
-    symbols = await client.text_document_document_symbol_async(
+    symbols = await shared_client.text_document_document_symbol_async(
         types.DocumentSymbolParams(text_document=opened)
     )
     assert [s.name for s in symbols] == [name]
