@@ -28,12 +28,11 @@ Every request (only what changed), reply (text, reasoning, the client's adaptati
 tool output goes to the transcript; ``on_progress`` gets one line per step. Cancelling the task
 (or setting ``cancel``) stops everything promptly and kills running tools.
 
-Why this module is long, and how it is read: the records the loop returns (``RoundRecord``,
-``CandidateResult``, ``LoopResult``) and its options; then the checks after ptxas, one function
-each, listed in order in ``CANDIDATE_CHECKS``; ``_CandidateRun``, one candidate's rounds (ask,
-extract, compile once, check, feed back); ``_StuckWatch``, which ends a candidate that repeats
-itself; and ``run_loop``, which runs the candidates and keeps the winner. The checks are the
-part to move out first.
+How it is read: the records the loop returns (``RoundRecord``, ``CandidateResult``,
+``LoopResult``) and its options are in loop_records.py, the checks after ptxas (one function
+each, in order in ``CANDIDATE_CHECKS``) in loop_checks.py; here are ``_CandidateRun``, one
+candidate's rounds (ask, extract, compile once, check, feed back); ``_StuckWatch``, which ends a
+candidate that repeats itself; and ``run_loop``, which runs the candidates and keeps the winner.
 """
 
 from __future__ import annotations
@@ -42,7 +41,6 @@ import asyncio
 import contextlib
 import re
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from ptxls.fewshot.library import Example
@@ -50,9 +48,21 @@ from ptxls.fewshot.library import Example
 from . import prompt
 from .accounting import Spend, usage_of
 from .llm_client import LlmError
+
+# the records and options, and the checks after ptxas, live beside this module; their names are
+# importable from here as before
+from .loop_checks import CANDIDATE_CHECKS, CandidateCheck, _Failure  # noqa: F401
+from .loop_records import (
+    Attempt,
+    CandidateResult,
+    LoopOptions,
+    LoopResult,
+    Progress,
+    RoundRecord,
+)
 from .perf import Resources, perf_feedback
 from .protocols import ChatClient, Verifier, wants_cubin
-from .ptx_check import compile_check, interface_problems, param_order_warning
+from .ptx_check import compile_check, param_order_warning
 from .sources import SourceKernel
 from .transcript import Transcript
 from .verify import Candidate, VerifyResult, compile_only_verifier
@@ -66,131 +76,6 @@ LENGTH_HINT = "raise ptxls.llm.maxTokens (PTXLS_LLM_MAX_TOKENS)"
 BUDGET_HINT = "ptxls.llm.budgetSeconds (PTXLS_LLM_BUDGET_SECONDS)"
 _GPUTEST_LINE = re.compile(r"^[ \t]*(?://|#|;)[^\n]*@gputest\b[^\n]*\n?", re.MULTILINE)
 _DIGITS = re.compile(r"\d+")
-
-
-@dataclass
-class RoundRecord:
-    candidate: int
-    round: int
-    outcome: str  # "passed", "no_ptx", "incomplete", "truncated", "ptxas", "interface", "gpu", "llm_error"
-    summary: str  # "ptxas: 2 errors"
-    feedback: str = ""  # what the model was told next (empty when passed)
-    ptx: str | None = None
-    errors: int = 0  # ptxas errors (for ranking attempts)
-    signature: str = ""  # the failure, for "the same error again"
-    llm_s: float = 0.0  # the model's time (request to last token)
-    check_s: float = 0.0  # lints + ptxas
-    verify_s: float = 0.0  # the GPU test (or the compile-only stand-in)
-    total_s: float = 0.0  # the whole round
-    request_chars: int = 0  # size of the request sent this round
-    fresh_start: bool = False  # this round began a new conversation (a change of tack)
-    prompt_tokens: int = 0  # the endpoint's usage for this round's reply (0: not reported)
-    completion_tokens: int = 0
-    reasoning_tokens: int = 0
-    fixes: list[str] = field(default_factory=list)  # certain fixes applied before feedback
-
-
-@dataclass
-class Attempt:
-    """A candidate's PTX that did not pass, kept when nothing passes."""
-
-    candidate: int
-    round: int
-    ptx: str
-    summary: str
-    rank: tuple  # higher is better
-
-    def describe(self) -> str:
-        return f"candidate {self.candidate}, round {self.round}: {self.summary}"
-
-
-@dataclass
-class CandidateResult:
-    index: int
-    rounds: list[RoundRecord] = field(default_factory=list)
-    passed: bool = False
-    ptx: str | None = None
-    verify: VerifyResult | None = None
-    model: str = ""
-    error: str = ""  # why it stopped without passing
-    plan: str = ""  # the model's plan (strategy "plan")
-    best_round: int = 0  # the round whose PTX is kept
-    best_attempt: Attempt | None = None
-    warnings: list[str] = field(default_factory=list)
-    temperature: float | None = None
-    truncated: bool = False  # a reply was cut at the token limit
-    usage: Resources | None = None  # ptxas -v of the kept PTX, from the check that passed it
-    kernel: str = ""  # the kept PTX's entry (a request leaves the name to the model)
-
-
-@dataclass
-class LoopResult:
-    ok: bool
-    best: CandidateResult | None
-    candidates: list[CandidateResult]
-    message: str
-    cancelled: bool = False
-    kernel: str = ""
-    attempt: Attempt | None = None  # the best failing attempt, when nothing passed
-    stop_reason: str = ""  # why nothing passed, in words
-    never_answered: bool = False  # the endpoint failed every request: no reply was ever read
-    warnings: list[str] = field(default_factory=list)
-    spend: Spend | None = None  # tokens (and cost, with prices) of every reply
-
-    def report(self) -> str:
-        lines = [self.message]
-        for c in sorted(self.candidates, key=lambda c: c.index):
-            tested = bool(c.verify and c.verify.tested)
-            state = (
-                ("passed the GPU test" if tested else "ptxas-clean, not GPU-tested")
-                if c.passed
-                else (c.error or "did not pass")
-            )
-            temp = f" (temperature {c.temperature:g})" if c.temperature is not None else ""
-            lines.append(f"candidate {c.index}{temp}: {state}")
-            for r in c.rounds:
-                fresh = " [fresh start]" if r.fresh_start else ""
-                lines.append(f"  round {r.round}{fresh}: {r.summary}")
-                if r.outcome not in ("passed",) and r.feedback:
-                    # the error, its hints and the marked line; not the context lines around it
-                    kept = [
-                        ln
-                        for ln in r.feedback.splitlines()
-                        if ln.strip() and not re.match(r"\s+\d+ \|", ln)
-                    ][:4]
-                    lines.extend(f"      {ln}" for ln in kept)
-        for w in self.warnings:
-            lines.append(f"warning: {w}")
-        return "\n".join(lines)
-
-
-@dataclass
-class LoopOptions:
-    candidates: int = 2
-    rounds: int = 5
-    strategy: str = "direct"  # or "plan"
-    optimize: bool = False  # run all candidates, keep the fastest
-    seed: int | None = 1234
-    arch: str = "sm_90"
-    isa: str = "9.0"
-    ptxas_path: str | None = None
-    file_name: str = ""
-    reference_ptx: str = ""
-    perf_rounds: int = 1  # optimize: after a pass, ask this many times for a faster version
-    temperature: float | None = None  # candidate 1's; None: the client's setting
-    budget_s: float | None = None  # the whole loop; None: no limit
-    plan_text: str = ""  # a plan the person accepted: no plan is asked, this one is followed
-    facts: prompt.TestFacts | None = None  # what the test does, told to the model
-    max_total_tokens: int = 0  # all replies together; 0: no cap (ptxls.llm.maxTotalTokens)
-    max_cost: float = 0.0  # with prices set; 0: no cap (ptxls.llm.maxCost)
-    price_prompt: float = 0.0  # per million prompt tokens (ptxls.llm.pricePromptPerMTok)
-    price_completion: float = 0.0  # per million completion tokens
-    # positions of the source kernel's output parameters (the test spec's "out" ones): the
-    # dataflow check says which of them the candidate never stores through
-    output_params: tuple[int, ...] = ()
-
-
-Progress = Callable[[str], None]
 
 
 class _Stop(Exception):
@@ -251,129 +136,6 @@ class _LoopContext:
     progress: Progress
     deadline: float | None
     spend: Spend = field(default_factory=Spend)
-
-
-@dataclass
-class _Failure:
-    """A check the candidate failed: the round's outcome and summary, what the model is told,
-    the messages that make two failures "the same", and how the attempt ranks (higher is
-    better: GPU-tested but wrong > ptxas-clean but untestable > fewest ptxas errors)."""
-
-    outcome: str
-    summary: str
-    feedback: str
-    messages: list[str]
-    rank: tuple[int, int]
-
-
-CandidateCheck = Callable[["_CandidateRun", RoundRecord, Candidate], Awaitable[_Failure | None]]
-
-
-async def _interface_check(
-    run: _CandidateRun, rec: RoundRecord, cand: Candidate
-) -> _Failure | None:
-    """The entry the GPU test will call, against the source kernel's parameters."""
-    iface = interface_problems(cand.module, cand.kernel, run.ctx.src.params)
-    if not iface:
-        return None
-    run.record("interface", rec, problems=iface)
-    feedback = "The PTX assembles, but cannot be tested as the source kernel:\n- " + "\n- ".join(
-        iface
-    )
-    return _Failure("interface", f"interface: {iface[0]}", feedback, iface, (1, 0))
-
-
-async def _verify_check(run: _CandidateRun, rec: RoundRecord, cand: Candidate) -> _Failure | None:
-    """The verifier: the GPU test on the cubin of the round's ptxas run, or the compile-only
-    stand-in that says why nothing was tested."""
-    run.progress(f"{run.tag}, round {rec.round}: ptxas ok; testing")
-    t_verify = time.monotonic()
-    verifier = run.ctx.verifier
-    v = await verifier(cand.ptx, cand.kernel, candidate=cand)
-    rec.verify_s = time.monotonic() - t_verify
-    run.record("verify", rec, ok=v.ok, tested=v.tested, summary=v.summary, feedback=v.feedback,
-               gpu=v.gpu, kernel_ms=v.kernel_ms)  # fmt: skip
-    run.round_verify = v
-    if v.ok:
-        return None
-    messages = [v.summary.split(":")[0] + ":" + (v.feedback[:80])]
-    return _Failure("gpu", v.summary, v.feedback, messages, (2, 0))
-
-
-async def _race_check(run: _CandidateRun, rec: RoundRecord, cand: Candidate) -> _Failure | None:
-    """compute-sanitizer racecheck on a candidate that passed its GPU test and uses .shared
-    memory or barriers (lowering/race_check.py); a race is fed back like a wrong result."""
-    from .race_check import check_candidate
-
-    v = run.round_verify
-    rc = await check_candidate(run.ctx.verifier, cand.ptx, cand.kernel,
-                               gpu_tested=bool(v and v.ok and v.tested))  # fmt: skip
-    run.record("racecheck", rec, ran=rc.ran, ok=rc.ok, summary=rc.summary, seconds=rc.seconds)
-    if rc.ok:
-        if v is not None and (rc.ran or "not GPU-tested" in rc.skipped):
-            v.summary += f"; {rc.summary}"  # the round's and the result's summary say it
-        return None
-    return _Failure("race", rc.summary, rc.feedback, [f.text[:120] for f in rc.findings], (2, 1))
-
-
-async def _calls_check(run: _CandidateRun, rec: RoundRecord, cand: Candidate) -> _Failure | None:
-    """Calls to functions the module does not define (vprintf, malloc, __assertfail …) that the
-    source does not ask for."""
-    from .completeness import calls_feedback, foreign_calls
-
-    calls = foreign_calls(cand.ptx, cand.module, run.ctx.src.text)
-    if not calls:
-        return None
-    run.record("calls", rec, calls=[f"line {no + 1}: {name}" for no, name in calls])
-    names = ", ".join(name for _, name in calls)
-    return _Failure("calls", f"calls {names}", calls_feedback(calls), [names], (1, -1))
-
-
-async def _dataflow_scan(run: _CandidateRun, rec: RoundRecord, cand: Candidate) -> _Failure | None:
-    """The dataflow findings of the candidate's entry, kept for _dataflow_settle (a test that
-    runs settles them) and for the feedback of a failed test."""
-    from .completeness import dataflow_findings
-
-    found = dataflow_findings(cand.ptx, cand.module, cand.kernel, run.ctx.opts.output_params)
-    run.round_findings = found
-    if found:
-        run.record("dataflow", rec, findings=[f"{f.kind}: {f.shown()}" for f in found])
-    return None
-
-
-async def _dataflow_settle(
-    run: _CandidateRun, rec: RoundRecord, cand: Candidate
-) -> _Failure | None:
-    """A candidate with findings that no test ran on is incomplete (never the result); one that
-    passed a test that ran keeps a warning."""
-    found = run.round_findings
-    if not found:
-        return None
-    v = run.round_verify
-    # a test that ran settles it: on the GPU, or on the CPU emulator (emulated, not "tested")
-    if v is not None and v.ok and (v.tested or getattr(v, "emulated", False)):
-        warning = f"passed its test although the dataflow check says: {found[0].shown()}"
-        if warning not in run.result.warnings:
-            run.result.warnings.append(warning)
-        return None
-    from .completeness import dataflow_feedback, dataflow_summary
-
-    feedback = dataflow_feedback(found, run.elision_hint)
-    return _Failure("incomplete", dataflow_summary(found), feedback,
-                    [f"{f.kind}:{f.name}" for f in found], (0, 0))  # fmt: skip
-
-
-# What a candidate meets once ptxas has accepted it, in order; the first failure ends the round,
-# and a round whose checks all return None passes. Each check gets the round's Candidate (the
-# one parse, the cubin of the one ptxas run) and returns a _Failure or None.
-CANDIDATE_CHECKS: tuple[CandidateCheck, ...] = (
-    _interface_check,
-    _calls_check,
-    _dataflow_scan,
-    _verify_check,
-    _dataflow_settle,
-    _race_check,
-)
 
 
 class _CandidateRun:
