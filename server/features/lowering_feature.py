@@ -75,8 +75,18 @@ async def sdk_imported() -> None:
 
 
 def _import_sdk() -> None:
-    with contextlib.suppress(ImportError):  # not installed: the lowering says so itself
-        importlib.import_module("openai")
+    """``openai``, and what its first request imports: the SDK loads its resources on first use
+    (``client.chat...`` imported ~50 modules on the loop; tests/test_trust_sdk_import.py), so a
+    client that is never used touches them here (no network: nothing is sent)."""
+    try:
+        openai = importlib.import_module("openai")
+    except ImportError:  # not installed: the lowering says so itself
+        return
+    with contextlib.suppress(Exception):
+        import anyio._backends._asyncio  # noqa: F401 - what the first request's stream loads
+
+        client = openai.AsyncOpenAI(api_key="unused", base_url="http://127.0.0.1:9/v1")
+        _ = client.chat.completions.with_streaming_response
 
 
 def lowering_settings(ls: PtxlsServer) -> tuple[llm_settings.LlmSettings, list[str]]:
