@@ -19,7 +19,6 @@ from lsprotocol import types
 from ptxls.diagnostics.model import Problem, Severity
 from ptxls.frontend.kernels import KernelAt, kernels_in
 from ptxls.frontend.languages import CUDA, PTX, language_of
-from ptxls.gputest import api
 from ptxls.gputest.debug_launch import hover_markdown, launch_config, record_failed_test
 from ptxls.gputest.report import NO_GPU, TestReport, short_tokens
 from ptxls.gputest.report import headline as report_headline
@@ -111,6 +110,8 @@ def hover(ls: PtxlsServer, params: types.HoverParams) -> types.Hover | None:
         cached = state.results.get((uri, name))
         if cached is None:
             return None  # other providers (opcode docs, …) may answer
+        from ptxls.gputest import api  # numpy and the harness: on first use
+
         text = short_tokens(api.format_table(cached.report))
         path = to_path(uri)
         config = launch_config(cached.report, path, name) if path else None
@@ -147,6 +148,8 @@ def _problems(ls: PtxlsServer, uri: str) -> list[Problem]:
             if p.line >= 0 and (not p.file or p.file == to_path(uri))
         ]  # annotation problems point at the annotation itself
         if not spots:
+            from ptxls.gputest import api  # numpy and the harness: on first use
+
             spots = [(line, col, col + len(name), api.failure_feedback(r))]
         if r.findings and _language(uri, ls) == "ptx":  # the emulator's, on their PTX lines
             doc = ls.open_document(uri)
@@ -228,6 +231,8 @@ async def run_gpu_test(ls: PtxlsServer, *args) -> dict:
 
 
 async def _test(ls: PtxlsServer, lang: str, text: str, kernel: str, path, progress) -> TestReport:
+    from ptxls.gputest import api  # numpy and the harness: on first use
+
     s = ls.settings
     # trusted: the person trusts this workspace (the client said so at initialize), so a ref:
     # outside the restricted numpy language may run as Python; otherwise it is refused.
@@ -249,6 +254,8 @@ def _finish(ls: PtxlsServer, uri: str, report: TestReport, progress: CommandProg
     _refresh(ls, uri)
     # never an empty summary: a pass has none of its own, its headline says what happened
     said = report.summary or report_headline(report).split("\n")[0].replace("**", "")
+    from ptxls.gputest import api  # numpy and the harness: on first use
+
     return {"ok": report.passed, "status": report.status, "summary": short_tokens(said),
             "table": short_tokens(api.format_table(report))}  # fmt: skip
 

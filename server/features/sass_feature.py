@@ -31,7 +31,6 @@ from ptxls.frontend.kernels import kernels_in
 from ptxls.frontend.ptx import parse_ptx, ptx_target
 from ptxls.frontend.triton import read_triton
 from ptxls.lowering import safe_write
-from ptxls.lowering.triton_sass import sass_for_triton
 from ptxls.toolchain.arch import choose_arch
 from ptxls.toolchain.discovery import ToolNotFound
 
@@ -91,6 +90,8 @@ async def _compute(
     if language == CUDA:
         work = sass_for_cuda(text, options, file_path=to_path(uri))
     elif language == PYTHON:
+        from ptxls.lowering.triton_sass import sass_for_triton  # numpy: on first use
+
         work = sass_for_triton(text, kernel, options, file_path=to_path(uri))
     else:
         work = sass_for_ptx(text, options)
