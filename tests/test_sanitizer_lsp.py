@@ -15,7 +15,7 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from lsp_helpers import EXAMPLES, open_doc
+from lsp_helpers import EXAMPLES, FRESH_SERVER, SHARED_SERVER, open_doc
 
 DATA = Path(__file__).parent / "data" / "sanitizer"
 PLANTED = DATA / "planted"
@@ -31,9 +31,12 @@ def _fake_sanitizer() -> str:
 
 
 ENV = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "PTXLS_COMPUTE_SANITIZER": _fake_sanitizer()}
+# the tests that only ask share one server (`shared_client`); those with settings of their own
+# start one each (`client`, FRESH_SERVER)
 pytestmark = [
     pytest.mark.lsp(env=ENV, options={"debounceMs": 50}),
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    *SHARED_SERVER,
 ]
 
 
@@ -47,12 +50,12 @@ def _by_command(lenses, command: str) -> list[types.CodeLens]:
     return [lens for lens in lenses if lens.command and lens.command.command == command]
 
 
-async def test_lens_beside_run_gpu_test_on_every_entry(client: LanguageClient, tmp_path):
+async def test_lens_beside_run_gpu_test_on_every_entry(shared_client: LanguageClient, tmp_path):
     path = tmp_path / "missing_barrier.ptx"
     text = (PLANTED / "missing_barrier.ptx").read_text()
     path.write_text(text)
-    open_doc(client, path.as_uri(), text, "ptx")
-    lenses = await _lenses(client, path.as_uri())
+    open_doc(shared_client, path.as_uri(), text, "ptx")
+    lenses = await _lenses(shared_client, path.as_uri())
     sanitize = _by_command(lenses, "ptxls.runSanitizer")
     gpu = _by_command(lenses, "ptxls.runGpuTest")
     assert [list(lens.command.arguments) for lens in sanitize] == [
@@ -65,35 +68,37 @@ async def test_lens_beside_run_gpu_test_on_every_entry(client: LanguageClient, t
     text_py = "import triton\n\n@triton.jit\ndef k(x):\n    pass\n"
     py = tmp_path / "k.py"
     py.write_text(text_py)
-    open_doc(client, py.as_uri(), text_py, "python")
-    assert not _by_command(await _lenses(client, py.as_uri()), "ptxls.runSanitizer")
+    open_doc(shared_client, py.as_uri(), text_py, "python")
+    assert not _by_command(await _lenses(shared_client, py.as_uri()), "ptxls.runSanitizer")
 
 
 async def test_run_without_gpu_says_why_in_the_result_the_lens_and_the_hover(
-    client: LanguageClient, tmp_path
+    shared_client: LanguageClient, tmp_path
 ):
     path = tmp_path / "vec_add.ptx"
     text = (EXAMPLES / "vec_add.ptx").read_text()
     path.write_text(text)
     uri = path.as_uri()
-    open_doc(client, uri, text, "ptx")
-    result = await client.workspace_execute_command_async(
+    open_doc(shared_client, uri, text, "ptx")
+    result = await shared_client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="ptxls.runSanitizer", arguments=[uri, "vec_add"])
     )
     assert result["status"] == "no-gpu" and result["summary"].startswith("no CUDA device (")
     assert result["ok"] is False and result["findings"] == []
-    [lens] = _by_command(await _lenses(client, uri), "ptxls.runSanitizer")
+    [lens] = _by_command(await _lenses(shared_client, uri), "ptxls.runSanitizer")
     assert lens.command.title == "Run with sanitizer (last: no GPU)"
     line = next(i for i, t in enumerate(text.splitlines()) if ".entry vec_add" in t)
-    hover = await client.text_document_hover_async(
+    hover = await shared_client.text_document_hover_async(
         types.HoverParams(types.TextDocumentIdentifier(uri=uri), types.Position(line, 20))
     )
     assert "compute-sanitizer vec_add: no CUDA device (" in hover.contents.value
 
 
-async def test_bad_arguments_answer_without_breaking_the_server(client: LanguageClient, tmp_path):
+async def test_bad_arguments_answer_without_breaking_the_server(
+    shared_client: LanguageClient, tmp_path
+):
     async def run(*args):
-        return await client.workspace_execute_command_async(
+        return await shared_client.workspace_execute_command_async(
             types.ExecuteCommandParams(command="ptxls.runSanitizer", arguments=list(args))
         )
 
@@ -103,8 +108,8 @@ async def test_bad_arguments_answer_without_breaking_the_server(client: Language
     assert r["status"] == "bad-arguments" and "leakcheck" in r["summary"]
     path = tmp_path / "vec_add.ptx"
     path.write_text((EXAMPLES / "vec_add.ptx").read_text())
-    open_doc(client, path.as_uri(), path.read_text(), "ptx")
-    assert _by_command(await _lenses(client, path.as_uri()), "ptxls.runSanitizer")
+    open_doc(shared_client, path.as_uri(), path.read_text(), "ptx")
+    assert _by_command(await _lenses(shared_client, path.as_uri()), "ptxls.runSanitizer")
 
 
 def test_a_race_is_a_diagnostic_on_both_of_its_lines():
@@ -134,12 +139,12 @@ def test_a_race_is_a_diagnostic_on_both_of_its_lines():
 CU = PLANTED / "planted_cuda.cu"
 
 
-async def test_cu_kernels_get_the_lens_beside_run_gpu_test(client: LanguageClient, tmp_path):
+async def test_cu_kernels_get_the_lens_beside_run_gpu_test(shared_client: LanguageClient, tmp_path):
     path = tmp_path / "planted_cuda.cu"
     text = CU.read_text()
     path.write_text(text)
-    open_doc(client, path.as_uri(), text, "cuda-cpp")
-    lenses = await _lenses(client, path.as_uri())
+    open_doc(shared_client, path.as_uri(), text, "cuda-cpp")
+    lenses = await _lenses(shared_client, path.as_uri())
     sanitize = _by_command(lenses, "ptxls.runSanitizer")
     gpu = _by_command(lenses, "ptxls.runGpuTest")
     assert [lens.command.arguments[1] for lens in sanitize] == [
@@ -150,25 +155,26 @@ async def test_cu_kernels_get_the_lens_beside_run_gpu_test(client: LanguageClien
     assert sanitize[0].range.start.line == line
 
 
-async def test_cu_run_without_gpu_says_why(client: LanguageClient, tmp_path):
+async def test_cu_run_without_gpu_says_why(shared_client: LanguageClient, tmp_path):
     path = tmp_path / "planted_cuda.cu"
     path.write_text(CU.read_text())
     uri = path.as_uri()
-    open_doc(client, uri, path.read_text(), "cuda-cpp")
-    result = await client.workspace_execute_command_async(
+    open_doc(shared_client, uri, path.read_text(), "cuda-cpp")
+    result = await shared_client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="ptxls.runSanitizer", arguments=[uri, "reverse_tile"])
     )
     assert result["status"] == "no-gpu" and result["summary"].startswith("no CUDA device (")
     assert result["tools"] == ["memcheck", "racecheck"]  # the setting's default
     [lens] = [
         lens
-        for lens in _by_command(await _lenses(client, uri), "ptxls.runSanitizer")
+        for lens in _by_command(await _lenses(shared_client, uri), "ptxls.runSanitizer")
         if lens.command.arguments[1] == "reverse_tile"
     ]
     assert lens.command.title == "Run with sanitizer (last: no GPU)"
 
 
 @pytest.mark.lsp(options={"debounceMs": 50, "sanitizer": {"tools": ["initcheck", "RaceCheck"]}})
+@FRESH_SERVER  # settings of its own: a server of its own
 async def test_the_tools_setting_is_what_a_click_runs(client: LanguageClient, tmp_path):
     path = tmp_path / "vec_add.ptx"
     path.write_text((EXAMPLES / "vec_add.ptx").read_text())
@@ -184,6 +190,7 @@ async def test_the_tools_setting_is_what_a_click_runs(client: LanguageClient, tm
 
 
 @pytest.mark.lsp(options={"debounceMs": 50, "sanitizer": {"path": "/no/such/compute-sanitizer"}})
+@FRESH_SERVER  # settings of its own: a server of its own
 async def test_the_path_setting_names_the_binary(client: LanguageClient, tmp_path):
     """The setting wins over PTXLS_COMPUTE_SANITIZER (set for this module), and a configured
     binary that is missing is said, not replaced by another. initializationOptions are the
@@ -203,6 +210,7 @@ async def test_the_path_setting_names_the_binary(client: LanguageClient, tmp_pat
     )
 
 
+@FRESH_SERVER  # settings of its own: a server of its own
 async def test_an_untrusted_workspace_cannot_choose_the_sanitizer(client: LanguageClient, tmp_path):
     """ptxls.sanitizer.path chooses a program to run: from the workspace's own configuration
     (didChangeConfiguration) it is ignored, and said, unless the workspace is trusted."""
