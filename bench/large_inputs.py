@@ -142,6 +142,7 @@ def main() -> int:
         "). Command: `.venv/bin/python bench/large_inputs.py"
         + (f" --part {opts.part}" if opts.part else "")
         + (f" --baseline {opts.baseline}" if opts.baseline else "")
+        + (f" --tree {opts.tree}" if opts.tree else "")
         + "`. Before: issue 25's figures.",
         "",
         "| input | tree | MB | hovers | worst hover | issue 25 | server peak MB |",
