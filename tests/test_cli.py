@@ -9,8 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import run_cli
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
+
+# ptxls(...) runs the installed CLI as a process (the check and demo tests, --version, the GPU
+# reason); the usage, doctor-format, timeout and key tests are about what a command prints and
+# its exit code, and call it in-process (run_cli, tests/cli_helpers.py).
 
 
 def ptxls(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -116,7 +121,7 @@ def test_check_arch_flag_is_passed_to_ptxas(tmp_path):
 
 @pytest.mark.parametrize("flag", [[], ["--json"]])
 def test_doctor_never_prints_a_key(flag):
-    r = ptxls(
+    r = run_cli(
         "doctor", *flag, env={"OPENAI_API_KEY": "sk-secret-should-not-appear", "PTXLS_MODEL": "m"}
     )
     assert r.returncode == 0, r.stderr
@@ -132,14 +137,14 @@ def test_demo_runs_on_the_examples():
 
 
 def test_usage_prints_registers_and_occupancy():
-    r = ptxls("usage", str(EXAMPLES / "vec_add.ptx"), "--block", "128")
+    r = run_cli("usage", str(EXAMPLES / "vec_add.ptx"), "--block", "128")
     assert r.returncode == 0, r.stderr
     assert "registers: 12 per thread" in r.stdout and "occupancy at 128 threads/block" in r.stdout
 
 
 def test_usage_of_broken_ptx_prints_the_errors_like_check():
     path = str(EXAMPLES / "broken.ptx")
-    r = ptxls("usage", path)
+    r = run_cli("usage", path)
     assert r.returncode == 1
     assert any(
         line.startswith(f"{path}:28:21: error: Unknown symbol '%r6'")
@@ -158,12 +163,12 @@ def test_version():
 
 def test_usage_is_plain_text_in_a_terminal_and_markdown_or_json_on_request():
     path = str(EXAMPLES / "vec_add.ptx")
-    text = ptxls("usage", path)
+    text = run_cli("usage", path)
     assert text.returncode == 0 and text.stderr == ""
     assert "kernel vec_add" in text.stdout and "**" not in text.stdout and "`" not in text.stdout
-    markdown = ptxls("usage", path, "--format", "markdown")
+    markdown = run_cli("usage", path, "--format", "markdown")
     assert "**kernel `vec_add`**" in markdown.stdout
-    data = json.loads(ptxls("usage", path, "--format", "json", "--block", "128").stdout)
+    data = json.loads(run_cli("usage", path, "--format", "json", "--block", "128").stdout)
     [kernel] = data["functions"]
     assert kernel["name"] == "vec_add" and kernel["occupancy"]["block_size"] == 128
     # the same numbers in every format
@@ -171,24 +176,24 @@ def test_usage_is_plain_text_in_a_terminal_and_markdown_or_json_on_request():
 
 
 def test_usage_arch_older_than_target_says_what_to_do():
-    r = ptxls("usage", "--arch", "sm_80", str(EXAMPLES / "vec_add.ptx"))  # .target sm_90
+    r = run_cli("usage", "--arch", "sm_80", str(EXAMPLES / "vec_add.ptx"))  # .target sm_90
     assert r.returncode == 2 and r.stdout == ""
     assert "has .target sm_90" in r.stderr and "Leave out --arch" in r.stderr
     assert "ptxas" not in r.stderr.split("ptxas will not")[1]  # no raw ptxas text after it
 
 
 def test_check_timeout_is_cannot_run(tmp_path):
-    r = ptxls("check", "--timeout", "0.001", str(EXAMPLES / "vec_add.ptx"))
+    r = run_cli("check", "--timeout", "0.001", str(EXAMPLES / "vec_add.ptx"))
     assert r.returncode == 2, r.stdout + r.stderr
     assert "did not finish within 0.001 s" in r.stderr and "--timeout" in r.stderr
-    assert ptxls("check", "--timeout", "0", str(EXAMPLES / "vec_add.ptx")).returncode == 2
-    assert ptxls("check", "--timeout", "120", str(EXAMPLES / "vec_add.ptx")).returncode == 0
+    assert run_cli("check", "--timeout", "0", str(EXAMPLES / "vec_add.ptx")).returncode == 2
+    assert run_cli("check", "--timeout", "120", str(EXAMPLES / "vec_add.ptx")).returncode == 0
 
 
 def test_missing_version_is_said_once(tmp_path):
     f = tmp_path / "notes.ptx"
     f.write_text("hello world\n")
-    r = ptxls("check", str(f))
+    r = run_cli("check", str(f))
     assert r.returncode == 1
     about_version = [line for line in r.stdout.splitlines() if ".version" in line]
     assert len(about_version) == 1, r.stdout
@@ -196,7 +201,7 @@ def test_missing_version_is_said_once(tmp_path):
 
 @pytest.mark.parametrize("fmt", ["text", "markdown", "json"])
 def test_doctor_formats(fmt):
-    r = ptxls("doctor", "--format", fmt)
+    r = run_cli("doctor", "--format", fmt)
     assert r.returncode == 0 and r.stderr == ""
     if fmt == "json":
         assert "ptxas" in json.loads(r.stdout)
