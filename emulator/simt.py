@@ -33,7 +33,7 @@ from .state import ALL, Wave
 NUM_BARRIERS = 16
 
 # The engine's work per thread of a step, by instruction class: measured CPU nanoseconds per
-# thread on the 2-core machine (bench/results/emulator-speed/cpu-2026-12-04-costs.md), beside a
+# thread on the 2-core machine (bench/emulator_op_costs.py: emulator-speed/cpu-<date>-costs.md), beside a
 # fixed cost per step (gputest/emulated.STEP_COST). A harness sizes its cases by it: the same
 # kernel gets the same sizes anywhere. A global access whose lanes are consecutive runs as one
 # slice (access._coalesced) and costs COALESCED instead of its class's gather price.
