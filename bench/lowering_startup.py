@@ -63,10 +63,20 @@ asyncio.run(main())
 
 def _once(llm: ScriptedLLM, work: Path, pythonpath: str | None) -> tuple[float, float]:
     """(wall seconds to the first request, CPU seconds the process used until then). The
-    endpoint never answers: the process is killed as soon as its request arrives, and its CPU
-    time (user + system, with the child processes it waited for) is read from wait4 — a figure
-    the machine's load does not inflate."""
-    llm.set_script([Step(fenced(GOOD_VEC_ADD), delay=60)])
+    endpoint never answers: the process is killed as its request arrives, and its CPU time
+    (user + system, with the child processes it waited for) is read from wait4, a figure the
+    machine's load inflates much less than the wall time."""
+    child: list[subprocess.Popen] = []
+    own: list[float | None] = []
+
+    def arrived(body: dict, i: int) -> Step:
+        # in the server's thread, as the request arrives: the process's own CPU, then the
+        # process stopped there, so neither figure counts the imports it does after sending
+        own.append(_own_cpu(child[0].pid))
+        child[0].kill()
+        return Step(fenced(GOOD_VEC_ADD), delay=60)
+
+    llm.set_script(arrived)
     before = len(llm.chat_requests)
     env = dict(os.environ, OPENAI_BASE_URL=llm.base_url, PTXLS_MODEL="scripted-model")
     env.pop("OPENAI_API_KEY", None)
@@ -83,19 +93,19 @@ def _once(llm: ScriptedLLM, work: Path, pythonpath: str | None) -> tuple[float, 
     started = time.time()
     p = subprocess.Popen(args, cwd=work, env=env, stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE)  # fmt: skip
-    while len(llm.chat_requests) <= before:
-        if p.poll() is not None:
+    child.append(p)
+    while not own:
+        if p.poll() is not None and not own:
             raise SystemExit(f"the run ended before any request ({p.returncode}): "
                              f"{p.stderr.read().decode()[-800:]}")  # fmt: skip
         time.sleep(0.002)
     wall = llm.chat_requests[before].at - started
-    own = _own_cpu(p.pid)
     p.kill()
     _, _, usage = os.wait4(p.pid, 0)
     p.returncode = -9
     p.stderr.close()
     used = usage.ru_utime + usage.ru_stime
-    _OWN.append(own if own is not None else used)
+    _OWN.append(own[0] if own[0] is not None else used)
     return wall, used
 
 
