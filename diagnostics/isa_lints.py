@@ -14,7 +14,7 @@ import bisect
 import functools
 import re
 
-from ptxls.frontend.ptx import PtxModule, blank_comments, parse_ptx
+from ptxls.frontend.ptx import PtxModule, blank_comments, line_starts, parse_ptx
 
 from . import isa
 from .model import Fix, Problem, Severity
@@ -23,8 +23,11 @@ SOURCE = "ptxls"
 
 # An instruction starts a statement: after '{', '}' or ';', past any labels and a guard
 # (@%p / @!%p). Its opcode token is lower-case letters, digits and dotted modifiers (with ::).
+# The statement's end before it is matched, not looked behind for: a pattern that starts with a
+# lookbehind is tried at every offset of a 24k-line kernel, one that starts with a character
+# class jumps between candidates (search from one character early to keep the same matches).
 _INSTRUCTION = re.compile(
-    r"(?<=[;{}])[ \t\r\n]*(?:[A-Za-z_$][\w$]*[ \t]*:(?!:)[ \t\r\n]*)*"
+    r"[;{}][ \t\r\n]*(?:[A-Za-z_$][\w$]*[ \t]*:(?!:)[ \t\r\n]*)*"
     r"(?:@!?%?[\w$]+[ \t\r\n]+)?([a-z][a-z0-9_]*(?:\.[\w:]+)*)"
 )
 
@@ -72,7 +75,7 @@ def lint_availability(text: str, module: PtxModule | None = None) -> list[Proble
     if version is None and target_n is None:
         return []
     clean = blank_comments(text)
-    starts = [0] + [m.end() for m in re.finditer("\n", clean)]
+    starts = line_starts(clean)
     problems: list[Problem] = []
     header = _HeaderEdits(module, clean, starts)
     for func in module.functions:
@@ -80,7 +83,7 @@ def lint_availability(text: str, module: PtxModule | None = None) -> list[Proble
             continue
         begin = _offset_of(starts, func.body.start.line, func.body.start.col)
         end = _offset_of(starts, func.body.end.line, func.body.end.col)
-        for m in _INSTRUCTION.finditer(clean, begin, end):
+        for m in _INSTRUCTION.finditer(clean, max(begin - 1, 0), end):
             token = m.group(1)
             req = _checked_requirement(token)
             if req is None:

@@ -13,6 +13,7 @@ blanked out first, keeping every other character where it was, so positions stay
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -62,35 +63,29 @@ class Decl:
         return suffix.isdigit() and int(suffix) < self.count
 
 
-class _LazySpan:
-    """A span computed when first read: a big kernel has tens of thousands of register uses,
-    and only the few that a check reports ever need a line and column."""
-
-    __slots__ = ("_t", "_start", "_end", "_span")
-
-    def __init__(self, t: _Text, start: int, end: int) -> None:
-        self._t, self._start, self._end = t, start, end
-        self._span: Span | None = None
-
-    def get(self) -> Span:
-        if self._span is None:
-            self._span = self._t.span(self._start, self._end)
-        return self._span
-
-
 class Use:
-    """A name used as an operand, and where (``span``, 0-based)."""
+    """A name used as an operand, and where (``span``, 0-based).
 
-    __slots__ = ("name", "_span")
+    A big kernel has tens of thousands of register uses, and only the few that a check reports
+    ever need a line and column: given the text and offsets instead of a span, the span is
+    computed when first read."""
 
-    def __init__(self, name: str, span: Span | _LazySpan) -> None:
+    __slots__ = ("name", "_span", "_t", "_at")
+
+    def __init__(
+        self, name: str, span: Span | None, t: _Text | None = None, at: tuple[int, int] = (0, 0)
+    ) -> None:
         self.name = name
         self._span = span
+        self._t = t
+        self._at = at  # [start, end) offsets in t's text, when span is None
 
     @property
     def span(self) -> Span:
-        if isinstance(self._span, _LazySpan):
-            self._span = self._span.get()
+        if self._span is None:
+            assert self._t is not None, "a Use without a span is given its text"
+            self._span = self._t.span(*self._at)
+            self._t = None
         return self._span
 
     def __repr__(self) -> str:
@@ -156,23 +151,56 @@ class _Text:
 
     def __init__(self, text: str):
         self.text = text
-        self.starts = [0]
-        for m in re.finditer("\n", text):
-            self.starts.append(m.end())
+        self.starts = line_starts(text)
 
     def pos(self, offset: int) -> Pos:
         line = bisect.bisect_right(self.starts, offset) - 1
-        return Pos(line, offset - self.starts[line])
+        # tuple.__new__ directly: a NamedTuple's own __new__ is a Python function, and a big
+        # kernel asks for tens of thousands of positions
+        return _new_tuple(Pos, (line, offset - self.starts[line]))
 
     def span(self, start: int, end: int) -> Span:
-        return Span(self.pos(start), self.pos(end))
+        starts = self.starts
+        a = bisect.bisect_right(starts, start) - 1
+        if start <= end and (a + 1 == len(starts) or end < starts[a + 1]):
+            b = a  # the usual case: a name on one line, one search
+        else:
+            b = bisect.bisect_right(starts, end) - 1
+        return _new_tuple(
+            Span,
+            (
+                _new_tuple(Pos, (a, start - starts[a])),
+                _new_tuple(Pos, (b, end - starts[b])),
+            ),
+        )
+
+
+_new_tuple = tuple.__new__
+
+
+def line_starts(text: str) -> list[int]:
+    """The offset each line of ``text`` starts at (lines end at '\n')."""
+    # line i starts after lines 0..i-1 and their '\n's: one C-speed split, no match objects
+    lengths = map(len, text.split("\n"))
+    starts = list(itertools.accumulate(lengths, lambda at, n: at + n + 1, initial=0))
+    starts.pop()  # after the last line: no line starts there
+    return starts
 
 
 _BLANK_RE = re.compile(r'//[^\n]*|/\*.*?(?:\*/|\Z)|"(?:[^"\\\n]|\\.)*"?', re.DOTALL)
 
 
+# The last text blanked and its blanked form: the parse and the lints of one check ask for the
+# same text's (a tuple, replaced whole, so threads read a consistent pair).
+_last_blanked: tuple[str, str] = ("", "")
+
+
 def blank_comments(text: str) -> str:
     """Comments and string contents replaced by spaces (newlines kept), same length."""
+    global _last_blanked
+    last = _last_blanked
+    if last[0] is text:
+        return last[1]
 
     def repl(m: re.Match[str]) -> str:
         s = m.group(0)
@@ -180,7 +208,9 @@ def blank_comments(text: str) -> str:
             return '"' + re.sub(r"[^\n]", " ", s[1:-1]) + ('"' if len(s) > 1 else "")
         return re.sub(r"[^\n]", " ", s)
 
-    return _BLANK_RE.sub(repl, text)
+    clean = _BLANK_RE.sub(repl, text)
+    _last_blanked = (text, clean)
+    return clean
 
 
 _VERSION_RE = re.compile(r"(?m)^\s*\.version\s+(\d+)\.(\d+)")
@@ -188,8 +218,12 @@ _TARGET_RE = re.compile(r"(?m)^\s*\.target\s+([^\n;]*)")
 _ADDR_RE = re.compile(r"(?m)^\s*\.address_size\s+(\d+)")
 _FUNC_RE = re.compile(r"\.(entry|func)\b")
 _DECL_RE = re.compile(r"^\s*\.(reg|local|shared|param|const|global)\b([^;]*)$", re.DOTALL)
-_LABEL_RE = re.compile(r"(?m)^[ \t]*([A-Za-z_$][\w$]*)[ \t]*:(?!:)")
-_BRANCH_RE = re.compile(r"\b(bra(?:\.uni)?)\s+([A-Za-z_$][\w$]*)\s*;")
+# The body's passes lead with a literal ('\n', 'bra', '.') so that the regex engine jumps
+# from one candidate to the next (a leading \b, lookbehind or ^ makes it try every offset: 4-40x
+# slower on a 24k-line kernel); the lookbehind after the literal says what \b / ^ said.
+# a label starts a line; a body never starts at a line's start (it follows its '{')
+_LABEL_RE = re.compile(r"\n[ \t]*([A-Za-z_$][\w$]*)[ \t]*:(?!:)")
+_BRANCH_RE = re.compile(r"bra(?<!\wbra)(?:\.uni)?\s+([A-Za-z_$][\w$]*)\s*;")
 _REG_USE_RE = re.compile(r"%[A-Za-z_$][\w$]*")
 _DIRECTIVE_RE = re.compile(
     r"\.(maxntid|reqntid|minnctapersm|maxnreg|maxclusterrank|reqnctapercluster|explicitcluster)"
@@ -490,9 +524,9 @@ def _parse_decl(stmt: str, offset: int, t: _Text, kind: str) -> list[Decl]:
     return decls
 
 
-_BODY_DECL_RE = re.compile(r"(?<![\w.$%])\.(reg|local|shared|param|const|global)\b[^;{}]*")
+_BODY_DECL_RE = re.compile(r"\.(?<![\w.$%]\.)(reg|local|shared|param|const|global)\b[^;{}]*")
 _BODY_DIRECTIVE_RE = re.compile(
-    r"(?<![\w.$%])\.(?:pragma|loc|file|branchtargets|calltargets|callprototype|section)\b[^;{}]*"
+    r"\.(?<![\w.$%]\.)(?:pragma|loc|file|branchtargets|calltargets|callprototype|section)\b[^;{}]*"
 )
 _SYMBOL_USE_RE = re.compile(r"\[\s*([A-Za-z_$][\w$]*)")
 
@@ -502,27 +536,40 @@ def _parse_body(clean: str, t: _Text, start: int, end: int, func: PtxFunction) -
     nvcc kernel parses in tens of milliseconds."""
     for lm in _LABEL_RE.finditer(clean, start, end):
         func.labels.setdefault(lm.group(1), t.span(lm.start(1), lm.end(1)))
-    skip: list[tuple[int, int]] = []  # declaration and directive statements: no uses inside
+    # Declaration and directive statements have no uses inside: blanked (same length, so the
+    # offsets hold) in a copy of the body, and the use passes run over that copy.
+    skip: list[tuple[int, int]] = []
     for dm in _BODY_DECL_RE.finditer(clean, start, end):
         func.decls.extend(_parse_decl(dm.group(0), dm.start(), t, dm.group(1)))
         skip.append((dm.start(), dm.end()))
     for dm in _BODY_DIRECTIVE_RE.finditer(clean, start, end):
         skip.append((dm.start(), dm.end()))
-    skip.sort()
-    skip_starts = [a for a, _ in skip]
-
-    def skipped(offset: int) -> bool:
-        i = bisect.bisect_right(skip_starts, offset) - 1
-        return i >= 0 and offset < skip[i][1]
-
-    for rm in _REG_USE_RE.finditer(clean, start, end):
-        if not skipped(rm.start()):
-            func.register_uses.append(Use(rm.group(0), _LazySpan(t, rm.start(), rm.end())))
+    uses_text = _blanked(clean, start, end, skip)
+    func.register_uses.extend(
+        [Use(rm.group(), None, t, rm.span()) for rm in _REG_USE_RE.finditer(uses_text, start, end)]
+    )
     for bm in _BRANCH_RE.finditer(clean, start, end):
-        func.branch_targets.append(Use(bm.group(2), t.span(bm.start(2), bm.end(2))))
-    for sm in _SYMBOL_USE_RE.finditer(clean, start, end):
-        if not skipped(sm.start()):
-            func.symbol_uses.append(Use(sm.group(1), _LazySpan(t, sm.start(1), sm.end(1))))
+        func.branch_targets.append(Use(bm.group(1), t.span(bm.start(1), bm.end(1))))
+    for sm in _SYMBOL_USE_RE.finditer(uses_text, start, end):
+        func.symbol_uses.append(Use(sm.group(1), None, t, sm.span(1)))
+
+
+def _blanked(clean: str, start: int, end: int, skip: list[tuple[int, int]]) -> str:
+    """``clean`` with the ``skip`` ranges (inside [start, end), may overlap) as spaces: the
+    same length, so offsets hold (copying the whole text costs far less than a check per use)."""
+    if not skip:
+        return clean
+    pieces: list[str] = [clean[:start]]
+    cursor = start
+    for a, b in sorted(skip):
+        if b <= cursor:
+            continue
+        a = max(a, cursor)
+        pieces.append(clean[cursor:a])
+        pieces.append(" " * (b - a))
+        cursor = b
+    pieces.append(clean[cursor:])
+    return "".join(pieces)
 
 
 _LINE_DIRECTIVES = (".version", ".target", ".address_size")
