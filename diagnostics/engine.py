@@ -232,8 +232,9 @@ class DocumentCheckOptions:
     cuda: CudaCheckOptions = field(default_factory=CudaCheckOptions)
     # False: the in-process lints only (the editor's large file between saves)
     run_tool: bool = True
-    # Deliver the lints on their own when ptxas has not answered after this many seconds
-    # (small files answer within it, so the person sees one delivery); None: never.
+    # Deliver the lints on their own when ptxas has not answered after this many seconds; 0:
+    # as soon as the lints are known, unless ptxas has answered by then (then one delivery,
+    # lints + ptxas); None: never (one delivery, when ptxas answers).
     lints_alone_after_s: float | None = None
     guard_source: str = "ptxls"  # the source named on the binary-content problem
 
@@ -261,13 +262,17 @@ def _start_lints(text: str) -> asyncio.Future:
 
 
 async def check_document(
-    text: str, opts: DocumentCheckOptions | None = None
+    text: str,
+    opts: DocumentCheckOptions | None = None,
+    *,
+    lints: asyncio.Future[tuple[PtxModule, list[Problem]]] | None = None,
 ) -> AsyncGenerator[CheckStep, None]:
     """The checks of one document, as they become known; the last step is ``final``.
 
     Binary or mis-decoded content gets one problem and no tool run. For PTX, when ptxas is
     missing the lints are delivered first and PtxasUnavailable is raised after them.
-    Cancelling the consumer kills a running ptxas."""
+    Cancelling the consumer kills a running ptxas. ``lints``: ``instant_check(text)`` already
+    started by the caller, for this very text (the editor starts it as the edit arrives)."""
     opts = opts or DocumentCheckOptions()
     bad = binary_problem(text, opts.guard_source)
     if bad is not None:
@@ -276,26 +281,28 @@ async def check_document(
     if opts.language == "cuda":
         yield CheckStep(await _check_cuda(text, opts.cuda), final=True)
         return
-    lint_job = _start_lints(text)
+    lint_job = lints if lints is not None else _start_lints(text)
     if not opts.run_tool:
-        _, lints = await lint_job
-        yield CheckStep(_lints_only(lints), final=True)
+        _, lint_problems = await lint_job
+        yield CheckStep(_lints_only(lint_problems), final=True)
         return
     ptxas_job = asyncio.ensure_future(check_ptx(text, opts.ptx, lints=asyncio.shield(lint_job)))
     try:
-        if opts.lints_alone_after_s is not None:
-            done, _ = await asyncio.wait({ptxas_job}, timeout=opts.lints_alone_after_s)
-            if not done:  # ptxas is slow on this one: what is certain now, ptxas's word later
-                _, lints = await lint_job
+        wait = opts.lints_alone_after_s
+        if wait is not None:
+            if wait > 0:
+                await asyncio.wait({ptxas_job}, timeout=wait)
+            if not ptxas_job.done():  # what is certain now, ptxas's word when it comes
+                _, lint_problems = await lint_job
                 if not ptxas_job.done():
-                    yield CheckStep(_lints_only(lints), final=False)
+                    yield CheckStep(_lints_only(lint_problems), final=False)
         result = await ptxas_job
-        _, lints = await lint_job
+        _, lint_problems = await lint_job
         # for people: one squiggle per cause (the lowering loop folds its own way, for a model)
-        result.problems = fold_cascade(result.problems, lints)
+        result.problems = fold_cascade(result.problems, lint_problems)
     except PtxasUnavailable:
-        _, lints = await lint_job
-        yield CheckStep(_lints_only(lints), final=False)
+        _, lint_problems = await lint_job
+        yield CheckStep(_lints_only(lint_problems), final=False)
         raise
     finally:
         ptxas_job.cancel()  # no-op when done; kills ptxas when the consumer is cancelled

@@ -70,3 +70,21 @@ async def test_lints_first_when_ptxas_is_slower_than_the_wait_then_ptxas():
     # no wait asked for: one delivery, ptxas's word merged with the lints
     [only] = await steps_of((EXAMPLES / "vec_add.ptx").read_text(), DocumentCheckOptions())
     assert only.final and only.result.ran_tool and only.result.error_count == 0
+
+
+async def test_lints_the_caller_started_are_the_ones_delivered():
+    """The editor starts the lints as the edit arrives and hands them over: they are delivered
+    as they are (not computed again), first, and folded into the final word."""
+    import asyncio
+
+    from ptxls.diagnostics.model import Problem, Severity
+    from ptxls.frontend.ptx import parse_ptx
+
+    marker = Problem(2, 0, 1, Severity.WARNING, "handed over, not recomputed", "ptxls")
+    started = asyncio.get_running_loop().create_future()
+    started.set_result((parse_ptx(BROKEN)[0], [marker]))
+    opts = DocumentCheckOptions(lints_alone_after_s=0.0)
+    steps = [s async for s in check_document(BROKEN, opts, lints=started)]
+    assert [(s.final, s.result.ran_tool) for s in steps] == [(False, False), (True, True)]
+    assert steps[0].result.problems == [marker]
+    assert marker.message in [p.message for p in steps[-1].result.problems]
