@@ -76,6 +76,9 @@ BENCHMARKS = [
     Benchmark("cli-startup", "python bench/cli_startup.py [--before REV]",
               "`ptxls --version` and `ptxls check` on a small file, start to exit, beside a "
               "bare `python -c pass`"),
+    Benchmark("test-times", "python bench/test_times.py [fast] [full] [--part NAME]",
+              "`make test-fast` and `make test` on the 2-core machine: wall and CPU seconds, "
+              "the tests' counts, the load average before and after"),
     Benchmark("soak", "python bench/soak_server.py [--basic]",
               "one server under minutes of mixed traffic: hover latency, memory, every request "
               "answered, nothing left running"),
