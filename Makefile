@@ -17,15 +17,20 @@ demo: setup
 	$(BIN)/ptxls doctor
 	$(BIN)/ptxls demo
 
+# Bytecode is written even where the environment turns it off (PYTHONDONTWRITEBYTECODE=1): pytest
+# keeps each test module's rewritten asserts there (seconds of collection on every worker), and
+# each server or CLI a test starts compiles only the modules that changed.
+PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/pytest
+
 # Everything (what CI runs), spread over the cores by pytest-xdist, a file at a time: a module
 # whose tests share one server (tests/conftest.py, `shared_client`) starts it once.
 test: setup
-	$(BIN)/pytest -n auto --dist loadfile
+	$(PYTEST) -n auto --dist loadfile
 
 # The inner loop: every test that starts no process (tests/conftest.py marks the others
 # `process` from what they use); the slowest are listed so a new slow test shows.
 test-fast: setup
-	$(BIN)/pytest -n auto --dist loadfile -q -m "not process" --durations=10
+	$(PYTEST) -n auto --dist loadfile -q -m "not process" --durations=10
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
