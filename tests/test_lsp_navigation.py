@@ -23,6 +23,7 @@ DONE:
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,6 +97,11 @@ async def opened(shared_client: LanguageClient, tmp_path_factory, request):
         uri = (tmp_path_factory.mktemp("navigation") / path.name).as_uri()
         open_doc(shared_client, uri, path.read_text(encoding="utf-8"))
         await wait_for_publish(shared_client, uri)
+        # the lints may be published before ptxas answers; its run is logged after its publish
+        for _ in range(3000):
+            if any(f"for {path.name} v1" in m.message for m in shared_client.log_messages):
+                break
+            await asyncio.sleep(0.01)
         _OPENED[path] = types.TextDocumentIdentifier(uri=uri)
     return _OPENED[path]
 
