@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import operator
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -63,6 +64,18 @@ class Decl:
         return suffix.isdigit() and int(suffix) < self.count
 
 
+class _Shifted:
+    """Positions in a text for offsets counted from ``base`` (a use found in a copy of a body)."""
+
+    __slots__ = ("_t", "_base")
+
+    def __init__(self, t: _Text, base: int) -> None:
+        self._t, self._base = t, base
+
+    def span(self, start: int, end: int) -> Span:
+        return self._t.span(self._base + start, self._base + end)
+
+
 class Use:
     """A name used as an operand, and where (``span``, 0-based).
 
@@ -73,12 +86,16 @@ class Use:
     __slots__ = ("name", "_span", "_t", "_at")
 
     def __init__(
-        self, name: str, span: Span | None, t: _Text | None = None, at: tuple[int, int] = (0, 0)
+        self,
+        name: str,
+        span: Span | None,
+        t: _Text | _Shifted | None = None,
+        at: tuple[int, int] = (0, 0),
     ) -> None:
         self.name = name
         self._span = span
         self._t = t
-        self._at = at  # [start, end) offsets in t's text, when span is None
+        self._at = at  # [start, end) offsets for t, when span is None
 
     @property
     def span(self) -> Span:
@@ -179,16 +196,25 @@ _new_tuple = tuple.__new__
 
 
 def line_starts(text: str) -> list[int]:
-    """The offset each line of ``text`` starts at (lines end at '\n')."""
-    # line i starts after lines 0..i-1 and their '\n's: one C-speed split, no match objects
-    lengths = map(len, text.split("\n"))
-    starts = list(itertools.accumulate(lengths, lambda at, n: at + n + 1, initial=0))
+    """The offset each line of ``text`` starts at (lines end at '\\n'); shared with the
+    next caller that asks for the same text: read it, never change it."""
+    global _last_starts
+    last = _last_starts
+    if last[0] is text:
+        return last[1]
+    # line i starts after lines 0..i-1 and their '\n's: a split and sums, all in C
+    lengths = map(operator.add, map(len, text.split("\n")), itertools.repeat(1))
+    starts = list(itertools.accumulate(lengths, initial=0))
     starts.pop()  # after the last line: no line starts there
+    _last_starts = (text, starts)
     return starts
 
 
-_BLANK_RE = re.compile(r'//[^\n]*|/\*.*?(?:\*/|\Z)|"(?:[^"\\\n]|\\.)*"?', re.DOTALL)
+# The last text's line starts: the parse and the availability lint of one check both ask.
+_last_starts: tuple[str, list[int]] = ("", [0])
 
+
+_BLANK_RE = re.compile(r'//[^\n]*|/\*.*?(?:\*/|\Z)|"(?:[^"\\\n]|\\.)*"?', re.DOTALL)
 
 # The last text blanked and its blanked form: the parse and the lints of one check ask for the
 # same text's (a tuple, replaced whole, so threads read a consistent pair).
@@ -544,22 +570,21 @@ def _parse_body(clean: str, t: _Text, start: int, end: int, func: PtxFunction) -
         skip.append((dm.start(), dm.end()))
     for dm in _BODY_DIRECTIVE_RE.finditer(clean, start, end):
         skip.append((dm.start(), dm.end()))
-    uses_text = _blanked(clean, start, end, skip)
+    body = _blanked(clean, start, end, skip)  # offsets in it are from ``start``
+    at = _Shifted(t, start)
     func.register_uses.extend(
-        [Use(rm.group(), None, t, rm.span()) for rm in _REG_USE_RE.finditer(uses_text, start, end)]
+        [Use(m.group(), None, at, m.span()) for m in _REG_USE_RE.finditer(body)]
     )
     for bm in _BRANCH_RE.finditer(clean, start, end):
         func.branch_targets.append(Use(bm.group(1), t.span(bm.start(1), bm.end(1))))
-    for sm in _SYMBOL_USE_RE.finditer(uses_text, start, end):
-        func.symbol_uses.append(Use(sm.group(1), None, t, sm.span(1)))
+    for sm in _SYMBOL_USE_RE.finditer(body):
+        func.symbol_uses.append(Use(sm.group(1), None, at, sm.span(1)))
 
 
 def _blanked(clean: str, start: int, end: int, skip: list[tuple[int, int]]) -> str:
-    """``clean`` with the ``skip`` ranges (inside [start, end), may overlap) as spaces: the
-    same length, so offsets hold (copying the whole text costs far less than a check per use)."""
-    if not skip:
-        return clean
-    pieces: list[str] = [clean[:start]]
+    """``clean[start:end]`` with the ``skip`` ranges (absolute offsets, may overlap) as spaces:
+    the same length, so offsets hold (a copy of the body costs far less than a check per use)."""
+    pieces: list[str] = []
     cursor = start
     for a, b in sorted(skip):
         if b <= cursor:
@@ -568,7 +593,7 @@ def _blanked(clean: str, start: int, end: int, skip: list[tuple[int, int]]) -> s
         pieces.append(clean[cursor:a])
         pieces.append(" " * (b - a))
         cursor = b
-    pieces.append(clean[cursor:])
+    pieces.append(clean[cursor:end])
     return "".join(pieces)
 
 
