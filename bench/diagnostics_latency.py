@@ -196,6 +196,7 @@ async def main() -> None:
     ap.add_argument("--out", type=Path, help="the .json (and .md beside it) instead of today's")
     args = ap.parse_args()
     small = (ROOT / "examples" / "vec_add.ptx").read_text()
+    load_before = " ".join(f"{x:.2f}" for x in __import__("os").getloadavg())
     with tempfile.TemporaryDirectory() as tmp:
         rows = [
             await measure("small_vec_add", small, args.rounds, Path(tmp)),
@@ -207,7 +208,9 @@ async def main() -> None:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        "load": " ".join(f"{x:.2f}" for x in __import__("os").getloadavg()),
+        # the machine is shared: the 1/5/15-min load averages before and after the run
+        "load": load_before,
+        "load_after": " ".join(f"{x:.2f}" for x in __import__("os").getloadavg()),
     }
     out = args.out or result_path("diagnostics-latency", "json")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -236,7 +239,7 @@ async def main() -> None:
     lines.append("Issue 22's goals: instant lints within the debounce + 30 ms (p95 over it: "
                  + ", ".join(f"{r['file']} {r['instant_over_debounce_p95_ms']:.1f} ms" for r in rows)
                  + "); ptxas's publish within 1.05 x (raw ptxas + debounce) on the large file "
-                 f"(p50: {rows[-1]['server_over_raw_plus_debounce_p50']:.3f}). Load at the start: {machine['load']}.")
+                 f"(p50: {rows[-1]['server_over_raw_plus_debounce_p50']:.3f}). Load at the start: {machine['load']}, at the end: {machine['load_after']}.")
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
