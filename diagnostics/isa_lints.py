@@ -83,6 +83,15 @@ def lint_availability(text: str, module: PtxModule | None = None) -> list[Proble
             continue
         begin = _offset_of(starts, func.body.start.line, func.body.start.col)
         end = _offset_of(starts, func.body.end.line, func.body.end.col)
+        # The distinct opcodes first (a C-speed pass; a kernel repeats a few hundred): where none
+        # is unavailable, there is nothing to place.
+        tokens = set(_INSTRUCTION.findall(clean, max(begin - 1, 0), end))
+        if not any(
+            (req := _checked_requirement(token)) is not None
+            and _unavailable(token, req, version, target, target_n)
+            for token in tokens
+        ):
+            continue
         for m in _INSTRUCTION.finditer(clean, max(begin - 1, 0), end):
             token = m.group(1)
             req = _checked_requirement(token)
