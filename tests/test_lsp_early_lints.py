@@ -58,3 +58,64 @@ async def test_each_publish_is_its_own_versions_and_the_lints_come_first(shared_
 
 def _by_ptxas(params) -> bool:
     return any(d.source == "ptxas" for d in params.diagnostics)
+
+
+async def test_early_lints_are_taken_only_for_their_own_version_and_text():
+    """The guard at the debounce's end: another version's or another text's run is not used,
+    and a run taken once is not taken again."""
+    from ptxls.server.features import ptx_diagnostics as pd
+
+    class Server:  # the one thing _take_early_lints asks of the server
+        def __init__(self) -> None:
+            self.checks = pd.PtxCheckState()
+
+        def state(self, _cls):
+            return self.checks
+
+    ls = Server()
+    job = asyncio.get_running_loop().create_future()
+    text = text_of(3)
+    ls.checks.early["u"] = pd._EarlyLints(3, text, job)
+    assert pd._take_early_lints(ls, "u", 2, text) is None  # an older version
+    assert pd._take_early_lints(ls, "u", 3, text_of(4)) is None  # another text
+    assert pd._take_early_lints(ls, "v", 3, text) is None  # another document
+    assert pd._take_early_lints(ls, "u", 3, "".join(text)) is job  # equal text, not only `is`
+    assert pd._take_early_lints(ls, "u", 3, text) is None  # taken: never used twice
+
+
+async def test_one_early_run_per_document_and_a_superseded_one_never_starts():
+    from types import SimpleNamespace
+
+    from ptxls.server.features import ptx_diagnostics as pd
+
+    class Server:
+        def __init__(self) -> None:
+            self.checks = pd.PtxCheckState()
+            self.doc = SimpleNamespace(version=1, source=text_of(1), language_id="ptx")
+
+        def state(self, _cls):
+            return self.checks
+
+        def open_document(self, _uri):
+            return self.doc
+
+    ls = Server()
+    uri = "file:///x/large.ptx"
+    pd._start_early_lints(ls, uri)
+    first = ls.checks.early[uri]
+    assert first.job is not None and ls.checks.early_running[uri] is first.job
+    ls.doc = SimpleNamespace(version=2, source=text_of(2), language_id="ptx")
+    pd._start_early_lints(ls, uri)
+    second = ls.checks.early[uri]
+    ls.doc = SimpleNamespace(version=3, source=text_of(3), language_id="ptx")
+    pd._start_early_lints(ls, uri)
+    third = ls.checks.early[uri]
+    assert second.job is None and third.job is None  # waiting: one thread at a time
+    await first.job
+    await asyncio.sleep(0)  # the done callback
+    assert second.job is None  # superseded before it started: never started
+    assert third.job is not None and ls.checks.early_running[uri] is third.job
+    _, problems = await third.job
+    assert {p.message.split("'")[1] for p in problems if p.code == "undeclared-register"} == {
+        "%bad3"
+    }
