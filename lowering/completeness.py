@@ -20,10 +20,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ptxls.diagnostics.fixes import apply_fixes
 from ptxls.frontend.ptx import PtxModule
 from ptxls.frontend.ptx_dataflow import Finding, check_dataflow, describe
+
+if TYPE_CHECKING:
+    from .ptx_check import CompileCheck
 
 FIX_ROUNDS = 4  # as ptxls check --fix: a fix can uncover the next (.version, then .target)
 
@@ -102,7 +106,7 @@ def calls_feedback(calls: list[tuple[int, str]]) -> str:
 class Fixed:
     ptx: str
     notes: list[str] = field(default_factory=list)  # "line 16: Declare %r<7> (covers %r6)"
-    check: object = None  # the CompileCheck of the fixed PTX (None: nothing was fixed)
+    check: CompileCheck | None = None  # the CompileCheck of the fixed PTX (None: nothing was fixed)
 
 
 async def certain_fixes(ptx: str, check, recheck) -> Fixed:

@@ -410,6 +410,7 @@ class _CandidateRun:
         fixed = await certain_fixes(ptx, check, recheck)
         if not fixed.notes:
             return ptx, check
+        assert fixed.check is not None  # a fix was applied, so the fixed PTX was checked again
         rec.fixes = fixed.notes
         rec.ptx = fixed.ptx
         self.record("certain_fixes", rec, fixes=fixed.notes, ok=fixed.check.ok)
@@ -419,6 +420,7 @@ class _CandidateRun:
 
     def _passed(self, rec: RoundRecord, ptx: str, check) -> None:
         v = self.round_verify
+        assert v is not None  # every check passed, _verify_check among them: it set round_verify
         result = self.result
         rec.outcome, rec.summary = "passed", f"{check.summary()}; {v.summary}"
         prev = result.verify.kernel_ms if result.verify else None
@@ -505,6 +507,8 @@ class _CandidateRun:
         """The passing PTX back to the model with a concrete ask, from the usage its own ptxas
         run reported (no second ptxas run) and its time against the reference."""
         result, v = self.result, self.result.verify
+        # _wants_faster said yes: a passing round, so a verify result and its PTX are kept
+        assert v is not None and result.ptx is not None
         usage = result.usage or Resources()
         ask_faster = perf_feedback(usage, v.kernel_ms, v.reference_ms, result.ptx)
         self.record("perf", round=round_no, resources=usage.text(), feedback=ask_faster)
@@ -568,9 +572,13 @@ def _pick(candidates: list[CandidateResult], optimize: bool) -> CandidateResult 
     if not passing:
         return None
     if optimize:
-        timed = [c for c in passing if c.verify and c.verify.kernel_ms is not None]
+        timed = [
+            (c.verify.kernel_ms, c)
+            for c in passing
+            if c.verify is not None and c.verify.kernel_ms is not None
+        ]
         if timed:
-            return min(timed, key=lambda c: c.verify.kernel_ms)
+            return min(timed, key=lambda t: t[0])[1]
     return min(passing, key=lambda c: (len(c.rounds), c.index))
 
 
@@ -665,7 +673,7 @@ async def _run_candidates(ctx: _LoopContext, cancel: asyncio.Event | None) -> _F
             if cancel_wait in done:
                 out.cancelled = True
                 break
-            for t in done:
+            for t in pending & done:  # the candidates that finished (cancel_wait is not one)
                 pending.discard(t)
                 exc = t.exception()
                 if isinstance(exc, _Stop):
