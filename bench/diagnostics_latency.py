@@ -9,6 +9,11 @@ The two are interleaved in one run so machine noise hits both alike. Overhead = 
 
     .venv/bin/python bench/diagnostics_latency.py [--rounds 30]
 Writes bench/results/diagnostics-latency/<machine>-<date>.{json,md}.
+
+    .venv/bin/python bench/diagnostics_latency.py --instant-cpu
+The instant lints alone (``instant_check``) on the large file, a fresh text each round as after an
+edit: thread CPU time and wall time, printed (no server, nothing written). With
+``PYTHONPATH=<a worktree of another commit>/src`` it measures that commit's implementation.
 """
 
 from __future__ import annotations
@@ -189,12 +194,36 @@ async def measure(name: str, text: str, rounds: int, tmpdir: Path) -> dict:
     }
 
 
+def instant_cpu(text: str, rounds: int) -> None:
+    import ptxls
+    from ptxls.diagnostics.engine import instant_check
+
+    instant_check(text)  # imports, regex compilation, the ISA table
+    cpu, wall = [], []
+    for r in range(rounds):
+        edited = text + f"\n// edit {r}\n"  # a new string, as each edit gives the server
+        c0, w0 = time.thread_time(), time.perf_counter()
+        instant_check(edited)
+        cpu.append(1000 * (time.thread_time() - c0))
+        wall.append(1000 * (time.perf_counter() - w0))
+    load = " ".join(f"{x:.2f}" for x in __import__("os").getloadavg())
+    print(
+        f"instant_check, {text.count(chr(10)) + 1} lines, {rounds} rounds ({ptxls.__file__}): "
+        f"CPU p50 {statistics.median(cpu):.1f} ms, min {min(cpu):.1f} ms; "
+        f"wall p50 {statistics.median(wall):.1f} ms; load {load}"
+    )
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--large-rounds", type=int, default=10)
     ap.add_argument("--out", type=Path, help="the .json (and .md beside it) instead of today's")
+    ap.add_argument("--instant-cpu", action="store_true", help="instant_check's cost alone")
     args = ap.parse_args()
+    if args.instant_cpu:
+        instant_cpu(large_ptx(), args.rounds)
+        return
     small = (ROOT / "examples" / "vec_add.ptx").read_text()
     load_before = " ".join(f"{x:.2f}" for x in __import__("os").getloadavg())
     with tempfile.TemporaryDirectory() as tmp:
