@@ -28,9 +28,10 @@ test: setup
 	$(PYTEST) -n auto --dist loadfile
 
 # The inner loop: every test that starts no process (tests/conftest.py marks the others
-# `process` from what they use); the slowest are listed so a new slow test shows.
+# `process` from what they use); the slowest are listed so a new slow test shows. No server
+# is shared here, so the tests are spread one by one (a big file does not end the run alone).
 test-fast: setup
-	$(PYTEST) -n auto --dist loadfile -q -m "not process" --durations=10
+	$(PYTEST) -n auto -q -m "not process" --durations=10
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
