@@ -42,12 +42,12 @@ def _call_parts(ins: Instr) -> tuple[list[str], str, list[str]]:
     rets: list[str] = []
     if ops and type(ops[0]) is ArgList:
         rets = [x.name for x in ops.pop(0).items if type(x) is Sym]
-    if not ops or type(ops[0]) is not Sym:
+    target = ops.pop(0) if ops else None
+    if type(target) is not Sym:
         raise Refused(ins.text, ins.line, "an indirect call (through a register) is not emulated")
-    callee = ops.pop(0).name
-    args = (
-        [x.name for x in ops[0].items if type(x) is Sym] if ops and type(ops[0]) is ArgList else []
-    )
+    callee = target.name
+    params = ops[0] if ops else None
+    args = [x.name for x in params.items if type(x) is Sym] if type(params) is ArgList else []
     return rets, callee, args
 
 
@@ -68,7 +68,7 @@ def _expand(func, functions, kernel, cache, stack):
     out: list[Instr] = []
     own: list[bool] = []  # which entries of out are func's own (not spliced from a callee)
     new_at: dict[int, int] = {}
-    pending: list[tuple[int, Instr]] = []  # (position in out, original) needing a target
+    pending: list[tuple[int, int]] = []  # (position in out, original target) of a branch
     extra_vars: list[Var] = []
     for ins in func.instrs:
         new_at[ins.index] = len(out)
@@ -77,7 +77,7 @@ def _expand(func, functions, kernel, cache, stack):
             out.append(copy)
             own.append(True)
             if copy.target is not None:
-                pending.append((len(out) - 1, ins))
+                pending.append((len(out) - 1, copy.target))
             continue
         rets, name, args = _call_parts(ins)
         callee = functions.get(name)
@@ -101,8 +101,8 @@ def _expand(func, functions, kernel, cache, stack):
         if ins.guard is not None:
             raise Refused(ins.text, ins.line, "a guarded call is not emulated")
         extra_vars.extend(body_vars)
-    for pos, orig in pending:
-        out[pos].target = new_at.get(orig.target, len(out))
+    for pos, orig_target in pending:
+        out[pos].target = new_at.get(orig_target, len(out))
     return out, extra_vars, own
 
 

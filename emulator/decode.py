@@ -186,7 +186,9 @@ _DECL_DIRECTIVES = (".reg", ".pragma", ".loc", ".file", ".section", ".maxnreg", 
 
 def split_top(text: str, sep: str = ",") -> list[str]:
     """Split at separators outside (), [] and {}."""
-    out, depth, cur = [], 0, []
+    out: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for c in text:
         if c in "([{":
             depth += 1
@@ -291,7 +293,7 @@ def parse_var(stmt: str, line: int) -> list[Var]:
     etype = tm.group(1)
     ebytes = max(1, type_bits(etype) // 8) * vec
     names = rest[tm.end() :]
-    out = []
+    out: list[Var] = []
     for part in split_top(names):
         nm = re.match(r"([A-Za-z_$%][\w$]*)\s*((?:\[\s*\d*\s*\])*)\s*$", part)
         if not nm:
@@ -375,9 +377,9 @@ def parse_operand(text: str, func: Function, line: int, stmt: str):
     if t.startswith("!"):
         r = _reg(t[1:].strip(), func, line, stmt)
         return Reg(r.index, r.name, True)
-    imm = parse_imm(t)
-    if imm is not None:
-        return imm
+    literal = parse_imm(t)
+    if literal is not None:
+        return literal
     if t in func.reg_index:  # registers need not start with '%'
         return Reg(func.reg_index[t], t)
     if t.startswith("%"):

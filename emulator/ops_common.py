@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, NoReturn
+
 import numpy as np
 
 from .decode import Instr
@@ -12,8 +15,9 @@ TYPES = (
     "f16x2", "bf16x2", "tf32", "b64", "u64", "s64", "f64", "b128",
 )  # fmt: skip
 
-HANDLERS: dict[str, object] = {}
-PREPARE: dict[str, object] = {}
+# handler(w, ins, sel, pc) runs an instruction; prepare(ins) checks it once, at load
+HANDLERS: dict[str, Callable[..., Any]] = {}
+PREPARE: dict[str, Callable[[Instr], object]] = {}
 
 
 def handler(*names: str, prepare=None):
@@ -38,7 +42,7 @@ def last_type(ins: Instr) -> str:
     return ts[-1]
 
 
-def refuse(ins: Instr, why: str):
+def refuse(ins: Instr, why: str) -> NoReturn:
     raise Refused(ins.text, ins.line, why)
 
 

@@ -66,8 +66,8 @@ def arith(w, ins, sel, pc):
     if t in HALF:
         if op == "div":
             refuse(ins, f"div.{t} does not exist")
-        fn = {"add": half.add, "sub": half.sub, "mul": half.mul}[op]
-        return _write(w, ins, fn(a, b, t, _rnd(ins), ftz, sat), t, sel, raw)
+        hfn = {"add": half.add, "sub": half.sub, "mul": half.mul}[op]
+        return _write(w, ins, hfn(a, b, t, _rnd(ins), ftz, sat), t, sel, raw)
     if op == "div":
         rnd = next((m for m in ins.mods if m in _RND + ("full", "approx")), "rn")
         return _write(w, ins, fp.div(a, b, rnd, ftz), t, sel, raw)
@@ -131,8 +131,8 @@ def minmax(w, ins, sel, pc):
     a, b = _shape(*raw)
     nan = "NaN" in ins.mods
     if t in HALF:
-        fn = half.hmin if ins.op == "min" else half.hmax
-        return _write(w, ins, fn(a, b, t, ftz, nan, relu), t, sel, raw)
+        hfn = half.hmin if ins.op == "min" else half.hmax
+        return _write(w, ins, hfn(a, b, t, ftz, nan, relu), t, sel, raw)
     fn = fp.fmin if ins.op == "min" else fp.fmax
     return _write(w, ins, fn(a, b, ftz, nan), t, sel, raw)
 

@@ -373,7 +373,8 @@ def _prmt(w, ins, sel, pc):
         from .semantics import bits
 
         raw = (a, b, c)
-        r = bits.prmt(*(np.atleast_1d(x) for x in np.broadcast_arrays(*raw)), mode=mode[0])
+        xa, xb, xc = (np.atleast_1d(x) for x in np.broadcast_arrays(*raw))
+        r = bits.prmt(xa, xb, xc, mode=mode[0])
         r = np.asarray(r).astype(np.uint32)
         w.put(
             ins.operands[0], r.reshape(()) if all(np.ndim(x) == 0 for x in raw) else r, "b32", sel
@@ -521,6 +522,7 @@ def _mov(w, ins, sel, pc):
         for k, p in enumerate(parts):
             v = np.asarray(w.get(p, ptype, sel, pc)).astype(np.uint64) << U64(pbits * k)
             acc = v if acc is None else acc | v
+        assert acc is not None  # a vector has elements (pbits divided by their count above)
         w.put(dst, acc.astype(V.UNSIGNED[_bits(t) // 8]), t, sel)
         return
     if type(dst) is Vec:  # unpack

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import values as V
-from .decode import Pair, Sink
+from .decode import Pair
 from .ops_common import handler, last_type, refuse
 
 
@@ -72,7 +72,8 @@ def _shfl(w, ins, sel, pc):
     dst = ops[0]
     pred_out = None
     if type(dst) is Pair:
-        dst, pred_out = dst.first, dst.second
+        pred_out = dst.second
+        dst = dst.first
     a = np.broadcast_to(np.asarray(w.get(ops[1], "b32", rsel, pc)), ready.shape)
     b = np.broadcast_to(np.asarray(w.get(ops[2], "u32", rsel, pc)).astype(np.int64), ready.shape)
     c = np.broadcast_to(np.asarray(w.get(ops[3], "u32", rsel, pc)).astype(np.int64), ready.shape)
@@ -96,7 +97,7 @@ def _shfl(w, ins, sel, pc):
     j = np.where(ok, j, lane) & 31
     val = table[row, j] if present is None else np.where(present[row, j], table[row, j], a)
     w.put(dst, val, "b32", rsel)
-    if pred_out is not None and type(pred_out) is not Sink:
+    if pred_out is not None:
         w.put(pred_out, ok, "pred", rsel)
     return [(pc + 1, ready)]
 
@@ -188,6 +189,7 @@ def _redux(w, ins, sel, pc):
     gw = w.gwarp[ready]
     uniq, row = np.unique(gw, return_inverse=True)
     dt = V.NP[t]
+    r: np.ndarray
     if op == "add":
         acc = np.zeros(uniq.size, dtype=np.uint64)
         np.add.at(acc, row, a.astype(np.uint64))

@@ -26,18 +26,18 @@ def atom_op(op: str, old, b, t: str, c=None) -> np.ndarray:
     """The new memory value of ``atom.op.t`` / ``red.op.t`` (``c`` is cas's new value)."""
     if t in _FLOAT:
         dt = np.float32 if t == "f32" else np.float64
-        x, y = np.asarray(old, dtype=dt), np.asarray(b, dtype=dt)
+        fx, fy = np.asarray(old, dtype=dt), np.asarray(b, dtype=dt)
         if op == "add":
-            return fp.add(x, y, "rn", ftz=(t == "f32"))
+            return fp.add(fx, fy, "rn", ftz=(t == "f32"))
         if op == "min":
-            return fp.fmin(x, y)
+            return fp.fmin(fx, fy)
         if op == "max":
-            return fp.fmax(x, y)
+            return fp.fmax(fx, fy)
         if op == "exch":
-            return np.broadcast_to(y, np.broadcast_shapes(x.shape, y.shape)).astype(dt)
+            return np.broadcast_to(fy, np.broadcast_shapes(fx.shape, fy.shape)).astype(dt)
         if op == "cas":
-            xb, yb = x.view(f"u{x.itemsize}"), y.view(f"u{y.itemsize}")  # compare bits
-            return np.where(xb == yb, np.asarray(c, dtype=dt), x)
+            xb, yb = fx.view(f"u{fx.itemsize}"), fy.view(f"u{fy.itemsize}")  # compare bits
+            return np.where(xb == yb, np.asarray(c, dtype=dt), fx)
         raise ValueError(f"atom.{op}.{t} does not exist")
     if t in _HALF:
         if op == "add":

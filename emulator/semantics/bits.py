@@ -121,7 +121,7 @@ def bfe(a, pos, length, t: str) -> np.ndarray:
     mask = np.where(
         take >= 64, np.uint64(2**64 - 1), (np.uint64(1) << take.astype(np.uint64)) - np.uint64(1)
     )
-    d = field & mask
+    d: np.ndarray = field & mask
     if signed(t):
         sbit_pos = np.minimum(p + ln - 1, msb)
         sbit = np.where(

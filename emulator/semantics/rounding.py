@@ -84,7 +84,7 @@ def product_is_exact(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         )
 
 
-def round_pair(s: np.ndarray, e: np.ndarray, fmt: Format, mode: str = "rn") -> np.ndarray:
+def round_pair(s: np.ndarray, e: np.ndarray | float, fmt: Format, mode: str = "rn") -> np.ndarray:
     """Round the exact value ``s + e`` (float64 arrays, ``s`` = RN64 of it) to ``fmt`` with
     PTX rounding ``mode`` ("rn" nearest-even, "rz", "rm", "rp", "rna" nearest-away).
 
@@ -251,7 +251,7 @@ def _nudge_f64(s: np.ndarray, e: np.ndarray, mode: str) -> np.ndarray:
 def overflowed_pair(s: np.ndarray, mode: str, fmt: Format = F64) -> np.ndarray:
     """The result for lanes whose exact value is finite but whose RN64 ``s`` overflowed to
     ±inf: ±inf or ±max_finite by mode (IEEE 754 7.4)."""
-    away = {"rn": True, "rna": True, "rz": False}.get(mode)
+    away: bool | np.ndarray | None = {"rn": True, "rna": True, "rz": False}.get(mode)
     if away is None:
         away = (s < 0) if mode == "rm" else (s > 0)
     return np.where(away, s, np.copysign(fmt.max_finite, s))

@@ -142,8 +142,8 @@ def redux(op: str, a, t: str, active, membermask=0xFFFFFFFF) -> np.ndarray:
         r = x.min(axis=1) if op == "min" else x.max(axis=1)
     elif op in ("and", "or", "xor"):
         u = a.astype(np.uint32)
-        fill = np.uint32(0xFFFFFFFF) if op == "and" else np.uint32(0)
-        x = np.where(part, u, fill)
+        ufill = np.uint32(0xFFFFFFFF) if op == "and" else np.uint32(0)
+        x = np.where(part, u, ufill)
         r = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[op].reduce(
             x, axis=1
         )
