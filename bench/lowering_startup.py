@@ -101,10 +101,13 @@ def _once(llm: ScriptedLLM, work: Path, pythonpath: str | None) -> tuple[float, 
         time.sleep(0.002)
     wall = llm.chat_requests[before].at - started
     p.kill()
-    _, _, usage = os.wait4(p.pid, 0)
+    try:
+        _, _, usage = os.wait4(p.pid, 0)
+        used = usage.ru_utime + usage.ru_stime
+    except ChildProcessError:  # p.poll() above reaped it (killed between its check and ours)
+        used = own[0] if own[0] is not None else float("nan")
     p.returncode = -9
     p.stderr.close()
-    used = usage.ru_utime + usage.ru_stime
     _OWN.append(own[0] if own[0] is not None else used)
     return wall, used
 
