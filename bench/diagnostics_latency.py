@@ -243,9 +243,7 @@ async def main() -> None:
     }
     out = args.out or result_path("diagnostics-latency", "json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        json.dumps({"machine": machine, "results": rows}, indent=2)
-    )
+    out.write_text(json.dumps({"machine": machine, "results": rows}, indent=2))
     lines = [
         "# didChange → publishDiagnostics vs raw ptxas",
         "",
@@ -265,10 +263,12 @@ async def main() -> None:
     lines.append("")
     lines.append(f"ptxas: {rows[0]['ptxas']}")
     lines.append("")
-    lines.append("Issue 22's goals: instant lints within the debounce + 30 ms (p95 over it: "
-                 + ", ".join(f"{r['file']} {r['instant_over_debounce_p95_ms']:.1f} ms" for r in rows)
-                 + "); ptxas's publish within 1.05 x (raw ptxas + debounce) on the large file "
-                 f"(p50: {rows[-1]['server_over_raw_plus_debounce_p50']:.3f}). Load at the start: {machine['load']}, at the end: {machine['load_after']}.")
+    lines.append(
+        "Issue 22's goals: instant lints within the debounce + 30 ms (p95 over it: "
+        + ", ".join(f"{r['file']} {r['instant_over_debounce_p95_ms']:.1f} ms" for r in rows)
+        + "); ptxas's publish within 1.05 x (raw ptxas + debounce) on the large file "
+        f"(p50: {rows[-1]['server_over_raw_plus_debounce_p50']:.3f}). Load at the start: {machine['load']}, at the end: {machine['load_after']}."
+    )
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
