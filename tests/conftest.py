@@ -130,7 +130,6 @@ PROCESS_NAMES = frozenset(
 )
 PROCESS_FIXTURES = frozenset({"client", "shared_client"})
 SLOW = {
-    "tests/test_library_timing_rules.py": "the harness's timing loops on a stand-in device",
     "tests/test_sass_line_info.py::test_library_modules_still_assemble_and_map_back": "ptxas "
     "and nvdisasm on every library kernel",
     "tests/test_sass.py::test_every_library_kernel_has_mapped_sass": "the same, through SASS",
