@@ -1,6 +1,7 @@
 """The ``ref:`` language itself: its limits, its whitelists (functions, math functions,
 methods, attributes, constants, operators) and ``check``, which parses a reference with ``ast``
-and refuses, with the reason, anything outside them.
+and refuses, with the reason, anything outside them. The numpy functions and array methods are
+the keys of ``ref_limits.py``'s rule tables, so each is listed once, beside its cost rule.
 
 What the language is and why it is restricted: ``numpy_ref.py``, which runs what ``check``
 accepts. Nothing here runs a reference; the limits are read by the evaluator there and by
@@ -16,6 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from .ref_limits import FUNCTION_RULES, METHOD_RULES
 
 MAX_TEXT = 20_000  # characters in one reference
 MAX_MATMUL_FLOPS = 1 << 37  # ~137 G multiply-adds (a 4096³ GEMM is 69 G): seconds, not hours
@@ -116,144 +119,9 @@ class RefError(ValueError):
         self.refused = refused
 
 
-# numpy functions a reference may call, bare (``sqrt(x)``) or as ``np.sqrt(x)``.
-FUNCTIONS = frozenset(
-    [
-        "abs",
-        "absolute",
-        "exp",
-        "exp2",
-        "expm1",
-        "log",
-        "log2",
-        "log10",
-        "log1p",
-        "sqrt",
-        "cbrt",
-        "square",
-        "reciprocal",
-        "power",
-        "float_power",
-        "sin",
-        "cos",
-        "tan",
-        "arcsin",
-        "arccos",
-        "arctan",
-        "arctan2",
-        "sinh",
-        "cosh",
-        "tanh",
-        "arcsinh",
-        "arccosh",
-        "arctanh",
-        "sign",
-        "floor",
-        "ceil",
-        "trunc",
-        "rint",
-        "round",
-        "around",
-        "fix",
-        "hypot",
-        "copysign",
-        "fmod",
-        "remainder",
-        "mod",
-        "divmod",
-        "maximum",
-        "minimum",
-        "fmax",
-        "fmin",
-        "where",
-        "clip",
-        "sum",
-        "cumsum",
-        "cumprod",
-        "prod",
-        "max",
-        "min",
-        "amax",
-        "amin",
-        "mean",
-        "var",
-        "std",
-        "median",
-        "argmax",
-        "argmin",
-        "argsort",
-        "sort",
-        "dot",
-        "matmul",
-        "vdot",
-        "inner",
-        "outer",
-        "transpose",
-        "reshape",
-        "ravel",
-        "concatenate",
-        "stack",
-        "hstack",
-        "vstack",
-        "zeros",
-        "ones",
-        "full",
-        "zeros_like",
-        "ones_like",
-        "full_like",
-        "arange",
-        "linspace",
-        "bincount",
-        "flip",
-        "roll",
-        "pad",
-        "tril",
-        "triu",
-        "diff",
-        "isnan",
-        "isinf",
-        "isfinite",
-        "nan_to_num",
-        "logical_and",
-        "logical_or",
-        "logical_not",
-        "logical_xor",
-        "bitwise_and",
-        "bitwise_or",
-        "bitwise_xor",
-        "bitwise_not",
-        "invert",
-        "left_shift",
-        "right_shift",
-        "asarray",
-        "array",
-        "copy",
-        "broadcast_to",
-        "expand_dims",
-        "squeeze",
-        "swapaxes",
-        "moveaxis",
-        "repeat",
-        "tile",
-        "count_nonzero",
-        "all",
-        "any",
-        "allclose",
-        "isclose",
-        "float16",
-        "float32",
-        "float64",
-        "int8",
-        "int16",
-        "int32",
-        "int64",
-        "uint8",
-        "uint16",
-        "uint32",
-        "uint64",
-        "bool_",
-    ]
-)
+# numpy functions a reference may call, bare (``sqrt(x)``) or as ``np.sqrt(x)``: exactly the
+# functions ``ref_limits.py`` has a cost rule for (one table, so a function is added in one place).
+FUNCTIONS = frozenset(FUNCTION_RULES)
 
 # math functions for scalars (``math.erf`` is what a GELU reference needs; numpy has no erf).
 MATH = frozenset(
@@ -286,39 +154,8 @@ MATH = frozenset(
 # a reference); Python's ``round(5, -10**9)`` would compute 10**(10**9).
 BUILTINS = {"float": float, "int": int, "bool": bool, "len": len}
 
-# Array methods: ``x.reshape(n, k).sum(axis=1)``.
-METHODS = frozenset(
-    [
-        "reshape",
-        "astype",
-        "sum",
-        "cumsum",
-        "cumprod",
-        "prod",
-        "max",
-        "min",
-        "mean",
-        "var",
-        "std",
-        "argmax",
-        "argmin",
-        "transpose",
-        "ravel",
-        "flatten",
-        "copy",
-        "clip",
-        "dot",
-        "round",
-        "squeeze",
-        "swapaxes",
-        "repeat",
-        "any",
-        "all",
-        "sort",
-        "argsort",
-        "item",
-    ]
-)
+# Array methods: ``x.reshape(n, k).sum(axis=1)``; exactly those with a rule in ``ref_limits.py``.
+METHODS = frozenset(METHOD_RULES)
 ATTRIBUTES = frozenset(["T", "shape", "size", "ndim", "real", "imag"])
 
 # Module-level constants and dtypes: ``np.pi``, ``np.float32``, ``np.newaxis``; ``math.pi``.
