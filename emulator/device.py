@@ -10,7 +10,9 @@ What differs from a GPU, and why:
   never carries a time, a bandwidth or a speed ratio; ``Events`` refuse to measure;
 - every launch is checked as it runs; what the engine saw (an out-of-bounds access, a read of
   memory never written, a race on shared memory, a divergent barrier, a bad ``shfl.sync`` mask,
-  a misaligned access) is kept for ``take_findings()``, which the harness reads after each launch;
+  a misaligned access) is kept for ``take_findings()``, which the harness reads after each launch
+  (an error fails its case; a warning — a read of a poisoned output before the kernel wrote it,
+  a register never written — is reported and changes no verdict, see emulator/errors.py);
 - a launch that does not finish within its budget of thread-instructions raises ``Hang`` (the
   GPU harness reports a timeout there); an instruction the emulator does not implement raises
   ``Refused`` at load, before any launch.
@@ -283,8 +285,9 @@ def name_buffer(base: int, guard: int, nbytes: int, name: str, output: bool = Fa
     seen afterwards as a damaged band; the harness still reads and writes the bands.
     ``output``: a pure output (role "out"): its poison is the harness's, not a value the kernel
     may use, so every launch starts with its bytes unwritten and a read of one before the
-    kernel wrote it is a finding (compute-sanitizer's initcheck, which a GPU run cannot do
-    while the poison is there)."""
+    kernel wrote it is reported (compute-sanitizer's initcheck, which a GPU run cannot do
+    while the poison is there) as a warning: it never fails the case, since a GPU reads the
+    poison there and passes or fails on the outputs' values alone."""
     dev = _device()
     mem = dev.memory
     data = base + guard
@@ -381,6 +384,14 @@ def take_findings() -> list[dict]:
     return found
 
 
+# Why a warning does not fail its case, said with it (emulator/errors.WARNING_KINDS).
+WHY_NOT_FAILED = "the verdict comes from the outputs' values"
+WARNING_WHY = {
+    "uninitialized-global": "the harness poisoned this output before the launch, so a GPU reads "
+    "that poison here: the verdict comes from the outputs' values",
+}
+
+
 def finding_dict(f) -> dict:
     if isinstance(f, dict):
         d = dict(f)
@@ -400,14 +411,22 @@ def finding_dict(f) -> dict:
         text += " (" + " of ".join(who) + ")"
     if int(d.get("count") or 1) > 1:
         text += f"; {d['count']} threads in all"
+    severity = str(d.get("severity", "error"))
+    said = f"{kind}: {text}" if kind not in text else text
+    if severity == "warning":  # reported, never a failed case (emulator/errors.WARNING_KINDS)
+        why = WARNING_WHY.get(kind, WHY_NOT_FAILED)
+        said = f"warning (emulator-only, not a failure): {said}; {why}"
     out = {
         "tool": "emulator",
         "sanitizer_tool": str(d.get("tool", "")),  # which compute-sanitizer tool would say it
         "kind": kind,
-        "severity": str(d.get("severity", "error")),
-        "text": f"emulator: {kind}: {text}" if kind not in text else f"emulator: {text}",
+        "severity": severity,
+        "text": f"emulator: {said}",
         "line": line,
         "other_line": d.get("other_line"),
+        # an error fails the case it was seen in; a warning never changes the verdict
+        "fails_case": severity == "error",
+        "emulator_only": True,  # seen by the emulator's checks, not by running on a GPU
     }
     for key in ("buffer", "element", "thread", "block", "address", "count"):
         if d.get(key) not in (None, ""):

@@ -15,9 +15,11 @@ What changes against the GPU, and why:
   from the smaller cases' measured thread-instructions, and a note says which;
 - a launch that runs past its budget is a hang, reported as the GPU harness reports its timeout;
   an instruction the emulator does not implement is named (status ``error``), never run wrongly;
-- what the emulator saw while running (out-of-bounds accesses, unwritten reads, shared-memory
-  races, divergent barriers, bad shfl masks, misaligned accesses) fails the case and is listed in
-  ``report.findings`` on its PTX line.
+- what the emulator saw while running (out-of-bounds accesses, reads of shared memory never
+  written, shared-memory races, divergent barriers, bad shfl masks, misaligned accesses) fails
+  the case and is listed in ``report.findings`` on its PTX line; a warning (a read of a poisoned
+  output before the kernel wrote it, a register never written: ``severity`` "warning") is listed
+  there too, labelled emulator-only, and changes no verdict (a GPU could not fail on it).
 """
 
 from __future__ import annotations
@@ -121,8 +123,9 @@ async def run_on_emulator(plan, report: TestReport, why: str = "") -> None:
         report.status = ERROR
         report.summary = report.refused = data.get("refused") or data["result"]["load"]["refused"]
     report.findings = findings_of(report.cases)
-    if report.status == FAIL and not report.summary and report.findings:
-        report.summary = report.findings[0]["text"]
+    errors = [f for f in report.findings if f.get("severity", "error") == "error"]
+    if report.status == FAIL and not report.summary and errors:
+        report.summary = errors[0]["text"]
 
 
 async def _warm(sup: Supervisor) -> None:

@@ -108,6 +108,15 @@ class TestReport:
 
 
 EMULATED = "emulated (CPU), not GPU-verified"
+WARNINGS_DO_NOT_FAIL = "they do not change the verdict: a GPU cannot see them"
+
+
+def split_findings(findings: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The emulator's findings as (errors, warnings): an error failed its case; a warning (a
+    read of a poisoned output before the kernel wrote it, a register never written) is
+    reported on its line and changes no verdict."""
+    errors = [f for f in findings if f.get("severity", "error") != "warning"]
+    return errors, [f for f in findings if f.get("severity", "error") == "warning"]
 
 
 def is_emulated(device: dict | None) -> bool:
@@ -183,9 +192,13 @@ def format_table(report: TestReport) -> str:
     if report.sanitizer:
         lines.append("compute-sanitizer found:")
         lines += [f"- {f.get('text', '')}" for f in report.sanitizer]
-    if report.findings:
+    errors, warnings = split_findings(report.findings)
+    if errors:
         lines.append("the emulator found:")
-        lines += [f"- n={f.get('n', '?')}: {f.get('text', '')}" for f in report.findings[:20]]
+        lines += [f"- n={f.get('n', '?')}: {f.get('text', '')}" for f in errors[:20]]
+    if warnings:
+        lines.append(f"emulator-only warnings ({WARNINGS_DO_NOT_FAIL}):")
+        lines += [f"- n={f.get('n', '?')}: {f.get('text', '')}" for f in warnings[:20]]
     lines.append(footer(report))
     lines += [f"note: {n}" for n in report.notes]
     if report.jit_log and report.status != PASS:
@@ -255,9 +268,13 @@ def failure_feedback(report: TestReport) -> str:
     if report.sanitizer:
         lines.append("compute-sanitizer reported:")
         lines += [f"  {f.get('text', '')}" for f in report.sanitizer]
-    if report.findings:
+    errors, warnings = split_findings(report.findings)
+    if errors:
         lines.append("The emulator saw, while running the kernel:")
-        lines += [f"  {f.get('text', '')}" for f in report.findings[:10]]
+        lines += [f"  {f.get('text', '')}" for f in errors[:10]]
+    if warnings:
+        lines.append(f"The emulator also warned ({WARNINGS_DO_NOT_FAIL}):")
+        lines += [f"  {f.get('text', '')}" for f in warnings[:10]]
     if report.jit_log and report.status in (BUILD_ERROR, ERROR):
         lines.append("JIT log:\n" + report.jit_log)
     return "\n".join(lines)
