@@ -23,25 +23,19 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from rev_tree import importable_at
 
 from lowering_common import machine
 from machine import ROOT, result_path
 
 GOAL_S = 0.25
 SCRIPT = Path(sys.executable).parent / "ptxls"  # the console script pip generated
-
-
-def _tree_at(rev: str, where: Path) -> Path:
-    """A worktree of ``rev``; its src/ holds the package ``ptxls`` as installed (links)."""
-    tree = where / "tree"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), rev],
-                   check=True, capture_output=True)  # fmt: skip
-    return tree / "src"
 
 
 def _commands(small: str) -> dict[str, list[str]]:
@@ -89,30 +83,25 @@ def main() -> int:
         (name, cmd, env) for name, cmd in _commands(small).items()
     ]
     load_before = [round(x, 2) for x in os.getloadavg()]
-    with tempfile.TemporaryDirectory(prefix="ptxls-cli-startup-") as tmp:
-        try:
-            if args.before:
-                before_env = dict(env, PYTHONPATH=str(_tree_at(args.before, Path(tmp))))
-                runs += [
-                    (f"{name} (before)", cmd, before_env)
-                    for name, cmd in _commands(small).items()
-                    if name.startswith("ptxls")
-                ]
-            walls: dict[str, list[float]] = {name: [] for name, _, _ in runs}
-            cpus: dict[str, list[float]] = {name: [] for name, _, _ in runs}
-            codes: dict[str, set[int]] = {name: set() for name, _, _ in runs}
-            for _name, cmd, run_env in runs:  # warm the file cache and the bytecode; not counted
-                _once(cmd, run_env)
-            for _ in range(args.repeats):
-                for name, cmd, run_env in runs:
-                    wall, cpu, code = _once(cmd, run_env)
-                    walls[name].append(wall)
-                    cpus[name].append(cpu)
-                    codes[name].add(code)
-        finally:
-            if args.before:
-                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
-                                str(Path(tmp) / "tree")], capture_output=True)  # fmt: skip
+    with ExitStack() as stack:
+        if args.before:
+            before_env = dict(env, PYTHONPATH=stack.enter_context(importable_at(args.before)))
+            runs += [
+                (f"{name} (before)", cmd, before_env)
+                for name, cmd in _commands(small).items()
+                if name.startswith("ptxls")
+            ]
+        walls: dict[str, list[float]] = {name: [] for name, _, _ in runs}
+        cpus: dict[str, list[float]] = {name: [] for name, _, _ in runs}
+        codes: dict[str, set[int]] = {name: set() for name, _, _ in runs}
+        for _name, cmd, run_env in runs:  # warm the file cache and the bytecode; not counted
+            _once(cmd, run_env)
+        for _ in range(args.repeats):
+            for name, cmd, run_env in runs:
+                wall, cpu, code = _once(cmd, run_env)
+                walls[name].append(wall)
+                cpus[name].append(cpu)
+                codes[name].add(code)
     result = {
         "machine": machine(),
         # the 2-core machine is shared: its load (1, 5, 15 min) says how busy it was

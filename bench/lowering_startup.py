@@ -26,25 +26,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from rev_tree import importable_at
+
 from lowering_common import machine
 from machine import ROOT, result_path
 from scripted_llm import GOOD_VEC_ADD, ScriptedLLM, Step, fenced
-
-
-def _tree_at(rev: str, where: Path) -> Path:
-    """A worktree of ``rev`` importable as the package ``ptxls`` (a ``ptxls`` link beside it)."""
-    tree = where / "tree"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), rev],
-                   check=True, capture_output=True)  # fmt: skip
-    pkg = where / "pkg"
-    pkg.mkdir()
-    (pkg / "ptxls").symlink_to(tree, target_is_directory=True)
-    return pkg
-
 
 # The floor: Python's start, the SDK's import and the SDK's own first request, nothing else.
 _FLOOR = """
@@ -133,34 +124,29 @@ def main() -> int:
     ap.add_argument("--before", help="a git revision to measure side by side (a worktree)")
     ap.add_argument("--part", default="", help="suffix of the result's file name")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory(prefix="ptxls-startup-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="ptxls-startup-") as tmp, ExitStack() as stack:
         tmp_path = Path(tmp)
         work = tmp_path / "work"
         work.mkdir()
         (work / "vec_add.cu").write_text((ROOT / "examples" / "vec_add.cu").read_text())
-        before_pkg = str(_tree_at(args.before, tmp_path)) if args.before else None
+        before_pkg = stack.enter_context(importable_at(args.before)) if args.before else None
         times: dict[str, list[float]] = {"now": [], "before": [], "floor": []}
         cpu: dict[str, list[float]] = {"now": [], "before": [], "floor": []}
         own: dict[str, list[float]] = {"now": [], "before": [], "floor": []}
         load_before = [round(x, 2) for x in os.getloadavg()]
-        try:
-            with ScriptedLLM() as llm:
-                _once(llm, work, None)  # warm the file cache once; not counted
-                _once(llm, work, "floor")
-                if before_pkg:
-                    _once(llm, work, before_pkg)
-                for _ in range(args.repeats):
-                    for name, pkg in (("now", None), ("before", before_pkg), ("floor", "floor")):
-                        if name == "before" and not pkg:
-                            continue
-                        wall, used = _once(llm, work, pkg)
-                        times[name].append(wall)
-                        cpu[name].append(used)
-                        own[name].append(_OWN[-1])
-        finally:
-            if args.before:
-                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
-                                str(tmp_path / "tree")], capture_output=True)  # fmt: skip
+        with ScriptedLLM() as llm:
+            _once(llm, work, None)  # warm the file cache once; not counted
+            _once(llm, work, "floor")
+            if before_pkg:
+                _once(llm, work, before_pkg)
+            for _ in range(args.repeats):
+                for name, pkg in (("now", None), ("before", before_pkg), ("floor", "floor")):
+                    if name == "before" and not pkg:
+                        continue
+                    wall, used = _once(llm, work, pkg)
+                    times[name].append(wall)
+                    cpu[name].append(used)
+                    own[name].append(_OWN[-1])
     result = {
         "machine": machine(),
         # the 2-core machine is shared: its load (1, 5, 15 min) says how busy it was
