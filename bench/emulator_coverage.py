@@ -213,7 +213,8 @@ async def nvcc_items(work: Path) -> list[dict]:
 
 
 async def triton_items() -> list[dict]:
-    from ptxls.lowering.service import LowerJob, lower_nvcc
+    from ptxls.lowering.compiler_backend import lower_nvcc
+    from ptxls.lowering.job import LowerJob
     from ptxls.lowering.triton_reference import triton_test_spec
 
     items = []

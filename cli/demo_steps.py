@@ -27,7 +27,8 @@ def _show(outcome, out) -> None:
 
 
 async def _lower(examples: Path, out) -> bool:
-    from ptxls.lowering.service import LowerJob, lower_llm, lower_nvcc
+    from ptxls.lowering.compiler_backend import lower_nvcc
+    from ptxls.lowering.service import LowerJob, lower_llm
     from ptxls.lowering.settings import from_env
 
     src = examples / "vec_add.cu"

@@ -183,7 +183,8 @@ def _err(msg: str) -> None:
 async def _run_async(job, settings, progress, plan_only: bool):
     """The whole run inside one event loop, which also closes what it started (the GPU worker),
     so nothing outlives the loop ("Exception ignored ... Event loop is closed" on 3.12)."""
-    from ptxls.lowering.service import close_gpu_worker, lower, make_plan
+    from ptxls.lowering.plan import make_plan
+    from ptxls.lowering.service import close_gpu_worker, lower
 
     try:
         if plan_only:
@@ -336,7 +337,8 @@ def _print_plan(job, outcome) -> int:
     if error:
         _err(error)
         return EXIT_CANNOT_RUN
-    from ptxls.lowering.service import choose_kernel, plan_document
+    from ptxls.lowering.job import choose_kernel
+    from ptxls.lowering.plan import plan_document
 
     src = choose_kernel(job)
     name = "" if isinstance(src, str) else src.name
@@ -424,7 +426,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         path, text = workspace / "request.txt", ""
     arch = None if args.arch else _arch_in_background(args, path, text)
-    from ptxls.lowering.service import LowerJob, plan_from_document
+    from ptxls.lowering.job import LowerJob
+    from ptxls.lowering.plan import plan_from_document
 
     if arch is not None:  # the rule of every command: the file's .target, the local GPU, sm_90
         args.arch = arch.result()

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ptxls.fewshot.library import Example
+from ptxls.fewshot.library import Example, load_examples
+from ptxls.fewshot.retrieve import pick_examples
 
 from .sources import SourceKernel
 
@@ -277,3 +278,22 @@ def repair_messages(
     else:  # no usable PTX: the end of the reply (bounded) and what was wrong with it
         shown, ask = reply_text[-4000:] or "(empty reply)", feedback
     return base + [{"role": "assistant", "content": shown}, {"role": "user", "content": ask}]
+
+
+def fitting_examples(src: SourceKernel, k: int) -> list[Example]:
+    """Few-shot examples for the request, never the exact answer to it: an example whose kernel
+    is the one asked for (same entry name, or the same CUDA text) is left out."""
+
+    def norm(t: str) -> str:
+        return " ".join(t.split())
+
+    everything = load_examples()
+    own = norm(src.text)
+    allowed = [
+        e
+        for e in everything
+        if not (src.name and f".entry {src.name}(" in e.ptx.replace(" (", "("))
+        and norm(e.reference_cu) != own
+        and not (own and own in norm(e.reference_cu))
+    ]
+    return pick_examples(src.text, k, allowed) if allowed else []

@@ -7,8 +7,10 @@ from __future__ import annotations
 import pytest
 
 from ptxls.lowering import prompt, target_isa
+from ptxls.lowering.job import LowerJob
+from ptxls.lowering.prompt import fitting_examples
 from ptxls.lowering.ptx_check import compile_check, fold_problems
-from ptxls.lowering.service import LowerJob, facts_for_test, fitting_examples, source_spec
+from ptxls.lowering.source_spec import facts_for_test, source_spec
 from ptxls.lowering.sources import cuda_kernels
 
 from scripted_llm import GOOD_VEC_ADD, ROOT

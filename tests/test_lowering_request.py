@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ptxls.lowering.service import LowerJob, default_verifier, request_spec
+from ptxls.lowering.job import LowerJob
+from ptxls.lowering.source_spec import default_verifier, request_spec
 from ptxls.lowering.sources import requests
 
 from scripted_llm import ScriptedLLM, Step, fenced

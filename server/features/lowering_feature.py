@@ -36,15 +36,9 @@ from lsprotocol import types
 from ptxls.frontend.languages import language_of
 from ptxls.lowering import safe_write
 from ptxls.lowering import settings as llm_settings
-from ptxls.lowering.service import (
-    PLANS_DIR,
-    LowerJob,
-    LowerOutcome,
-    lower,
-    make_plan,
-    plan_document,
-    plan_from_document,
-)
+from ptxls.lowering.job import LowerJob, LowerOutcome
+from ptxls.lowering.plan import PLANS_DIR, make_plan, plan_document, plan_from_document
+from ptxls.lowering.service import lower
 from ptxls.lowering.sources import sources_in
 
 from .. import convert
