@@ -7,7 +7,12 @@ outputs (``PTXLS_HARNESS_DUMP_OUTPUTS``), so each output is compared bit for bit
 differ the report gives how many elements, the largest difference in units in the last place and
 the relative error, and what in the PTX allows it (``.approx`` functions, float atomics whose
 order differs, mul+add that ptxas may contract into fma). Every ``ptxls test`` verdict is compared
-too: status, which case failed, and the first wrong element.
+too, by class: pass; wrong element (the same failing case and first wrong element); memory fault
+(the same case: the GPU faults or damages a guard band, the emulator names the access); race (both
+fail the same case: the emulator names a shared-memory race, whose values the ISA leaves
+undefined, so the GPU's wrong element cannot be required). Each side's detail (its wrong element,
+its findings, its emulator-only warnings) stays in its own column, and agreement in every detail
+is counted too.
 
 Kernels: the library (fewshot/kernels), the planted cheaters (tests/data/cheaters), the planted
 sanitizer kernels (tests/data/sanitizer/planted) and planted wrong kernels
@@ -82,20 +87,97 @@ def ptx_traits(text: str) -> list[str]:
     return traits
 
 
-def classify(r: dict) -> str:
-    """The verdicts side by side, in words: "same", or how they differ and whether the ISA
-    leaves it open."""
+# What fails a case, by class: the verdict each side gives is compared by class, the detail
+# (which element, which access) stays in each side's own column.
+PASS_CLASS, WRONG, FAULT, RACE, HANG = "pass", "wrong element", "memory fault", "race", "hang"
+# the emulator's findings that a GPU meets as a fault (or a damaged guard band): an access
+# outside every allocation, misaligned, or after a free
+FAULT_KINDS = {"out-of-bounds", "misaligned", "invalid-address", "use-after-free"}
+# the GPU's words for the same: the driver's faults, and the harness's guard bands
+GPU_FAULT = re.compile(
+    r"CUDA_ERROR_(ILLEGAL_ADDRESS|MISALIGNED_ADDRESS|INVALID_ADDRESS_SPACE)|out-of-bounds write"
+)
+RACE_WHY = ("without a barrier the ISA leaves open which write a racing read returns (PTX ISA "
+            "section 8, Memory Consistency Model: each read returns the value of some write to "
+            "the location, and only ordering narrows which), so a race's values are undefined and "
+            "only the failing case is compared; the GPU shows the race's effect, the emulator "
+            "names the race")  # fmt: skip
+FAULT_WHY = ("the ISA defines no result for an access outside the state space's allocations: "
+             "the GPU faults or damages a guard band, the emulator names the access (its column) "
+             "and goes on, so only the failing case is compared")  # fmt: skip
+
+
+def verdict_class(v: dict) -> tuple:
+    """One side's ``ptxls test`` verdict as its class: ("pass",), ("wrong element", case,
+    element), ("memory fault", case), ("race", case), ("hang", case), ("fail", case) for any
+    other failure, or (status,) for a test that did not run to a verdict."""
+    status, case = v["status"], v["failing_case"]
+    if status == "pass":
+        return (PASS_CLASS,)
+    if status == "timeout":
+        return (HANG, case)
+    if status != "fail":
+        return (status,)
+    kinds = set(v.get("case_findings", v["findings"]))  # what failed the case (older runs: all)
+    if "shared-race" in kinds:
+        return (RACE, case)
+    if kinds & FAULT_KINDS or GPU_FAULT.search(v["summary"]):
+        return (FAULT, case)
+    if v["first_wrong"]:
+        return (WRONG, case, v["first_wrong"])
+    return ("fail", case)
+
+
+def class_text(c: tuple) -> str:
+    if len(c) == 1:
+        return c[0]
+    where = f"n={c[1]}" + (f", {c[2]}" if len(c) > 2 else "")
+    if c[0] == RACE:
+        return f"fail, race: values undefined by the ISA ({where})"
+    return f"{c[0]} ({where})"
+
+
+def compare(r: dict) -> tuple[bool, str]:
+    """(the same verdict by class?, in words): both pass; both fail the same case with the
+    same wrong element; both fault in the same case; or both fail the same case where either
+    names a race, whose values the ISA leaves undefined (the GPU cannot name a race, only
+    show its effect)."""
     e, g = r["emulator"], r["gpu"]
-    if r["verdict_agrees"]:
-        return "same"
-    if e["status"] == g["status"] == "fail" and e["failing_case"] == g["failing_case"]:
-        if "CUDA_ERROR" in g["summary"] and e["findings"]:
-            return ("same case fails; the GPU faults (" + g["summary"].split(" (")[0] +
-                    "), the emulator names the access")  # fmt: skip
-        if any("race" in k for k in e["findings"]):
-            return ("same case fails; the GPU shows the race's effect, the emulator names the "
-                    "race (its values: another legal interleaving)")  # fmt: skip
-    return "**DIFFERENT**"
+    ce, cg = verdict_class(e), verdict_class(g)
+    detail = r.get("detail_agrees", r["verdict_agrees"])
+    same_cases = all(g["cases"].get(i, p) == p for i, p in e["cases"].items())
+    if RACE in (ce[0], cg[0]):
+        if e["status"] == g["status"] == "fail" and e["failing_case"] == g["failing_case"]:
+            return (
+                True,
+                f"same: both fail n={e['failing_case']} (race: values undefined by the ISA)",
+            )
+        return False, "**DIFFERENT**"
+    if ce != cg or not same_cases:
+        return False, "**DIFFERENT**"
+    if detail:
+        return True, "same"
+    if ce[0] == FAULT:
+        how = g["summary"].split(" (")[0].removeprefix(f"case n={g['failing_case']}: ")
+        return (
+            True,
+            f"same: memory fault in n={ce[1]} (the GPU: {how}; the emulator names the access)",
+        )
+    return True, "same class"
+
+
+def row_class(r: dict) -> str:
+    """The class both sides share where they agree (a race: the one the emulator names; the
+    GPU's wrong element stays in its column), else each side's."""
+    ce, cg = verdict_class(r["emulator"]), verdict_class(r["gpu"])
+    if compare(r)[0] and RACE in (ce[0], cg[0]):
+        return class_text(ce if ce[0] == RACE else cg)
+    return class_text(ce) if ce == cg else f"{class_text(ce)} / {class_text(cg)}"
+
+
+def classify(r: dict) -> str:
+    """The verdicts side by side, in words (compare's)."""
+    return compare(r)[1]
 
 
 def compare_arrays(a: np.ndarray, b: np.ndarray) -> dict:
@@ -121,19 +203,29 @@ def compare_arrays(a: np.ndarray, b: np.ndarray) -> dict:
 
 
 def verdict(report) -> dict:
+    """What ``ptxls test`` said: status, failing case, its first wrong element, every case's
+    pass/fail, and the emulator's findings: those that fail a case (``findings``; of the failing
+    case: ``case_findings``) apart from its emulator-only warnings (``warnings``)."""
     bad = report.failing_case
     first = None
     if bad is not None and bad.outputs:
         wrong = [o for o in bad.outputs if o.get("first_wrong")]
         if wrong:
             first = f"{wrong[0]['name']}[{wrong[0]['first_wrong'][0][0]}]"
+
+    def kinds(found, warning: bool) -> list[str]:
+        return sorted({f.get("kind", "") for f in found
+                       if (f.get("severity", "error") == "warning") == warning})  # fmt: skip
+
     return {
         "status": report.status,
         "failing_case": bad.n if bad else None,
         "first_wrong": first,
         "cases": {c.index: c.passed for c in report.cases},
         "summary": report.summary[:300],
-        "findings": sorted({f.get("kind", "") for f in report.findings}),
+        "findings": kinds(report.findings, False),
+        "case_findings": kinds(bad.findings, False) if bad else [],
+        "warnings": kinds(report.findings, True),
     }
 
 
@@ -276,15 +368,12 @@ async def main(argv: list[str]) -> int:
 def _row(it, emu, gpu, emu_s, gpu_s, dumps) -> dict:
     ve, vg = verdict(emu), verdict(gpu)
     same_cases = {i: p for i, p in ve["cases"].items() if i in vg["cases"]}
-    agrees = (
+    detail = (
         ve["status"] == vg["status"]
         and ve["failing_case"] == vg["failing_case"]
         and ve["first_wrong"] == vg["first_wrong"]
         and all(vg["cases"][i] == p for i, p in same_cases.items())
     )
-    # The same verdict from the values alone: the emulator may fail a case on a finding the GPU
-    # cannot see (a shared-memory race, an out-of-bounds read that lands in memory).
-    value_agrees = agrees or (bool(ve["findings"]) and vg["status"] == "pass")
     outputs = []
     for c in emu.cases:
         for f in sorted(dumps["cpu"].glob(f"{c.seed}-*.npy")):
@@ -297,19 +386,24 @@ def _row(it, emu, gpu, emu_s, gpu_s, dumps) -> dict:
     identical = sum(o["identical"] for o in outputs)
     worst = max((o.get("max_ulps", 0) for o in outputs), default=0)
     summary = f"{identical}/{len(outputs)} bit-identical" + (f", max {worst} ulp" if worst else "")
-    return {
+    row = {
         "name": it["name"], "group": it["group"], "kernel": it["kernel"],
-        "sizes": emu.sizes, "emulator": ve, "gpu": vg, "verdict_agrees": agrees,
-        "value_verdict_agrees": value_agrees, "outputs": outputs, "outputs_summary": summary,
+        "sizes": emu.sizes, "emulator": ve, "gpu": vg, "detail_agrees": detail,
+        "outputs": outputs, "outputs_summary": summary,
         "ptx_traits": ptx_traits(text), "emu_seconds": round(emu_s, 2),
         "gpu_seconds": round(gpu_s, 2), "gpu_device": (gpu.device or {}).get("name", ""),
         "notes": [n for n in emu.notes if "emulated sizes" in n],
     }  # fmt: skip
+    row["verdict_agrees"], row["verdict"] = compare({**row, "verdict_agrees": detail})
+    row["emulator_class"] = class_text(verdict_class(ve))
+    row["gpu_class"] = class_text(verdict_class(vg))
+    row["class"] = row_class(row)
+    return row
 
 
 def markdown(rows: list[dict], meta: dict) -> str:
-    agree = sum(r["verdict_agrees"] for r in rows)
-    same_case = sum(classify(r) != "**DIFFERENT**" for r in rows)
+    agree = sum(compare(r)[0] for r in rows)
+    detail = sum(r.get("detail_agrees", r["verdict_agrees"]) for r in rows)
     lines = [
         "# Emulator vs GPU: the same launches, the same inputs",
         "",
@@ -317,11 +411,18 @@ def markdown(rows: list[dict], meta: dict) -> str:
         f"`bench/emulator_differential.py` (emulator budget {meta['budget']:,} "
         f"{meta.get('budget_units', 'thread-instructions')} per case; the GPU ran the sizes the "
         "emulator ran, untimed). "
-        f"Verdicts identical (status, failing case, first wrong element): {agree}/{len(rows)}; "
-        f"the same status and failing case: {same_case}/{len(rows)}. Seconds: {meta['seconds']}.",
+        f"**Verdicts the same by class: {agree}/{len(rows)}** (pass; wrong element: the same "
+        "case and element; memory fault: the same case; race: both fail the same case); "
+        f"the same in every detail (status, failing case, first wrong element, every case): "
+        f"{detail}/{len(rows)}. Seconds: {meta['seconds']}.",
         "",
-        "| kernel | sizes | emulator | GPU | verdict | outputs | PTX allows |",
-        "|:--|:--|:--|:--|:--|:--|:--|",
+        "Classes: a **race** (the emulator names a shared-memory race) agrees when both fail the "
+        f"same case: {RACE_WHY}. A **memory fault** agrees when both fault in the same case: "
+        f"{FAULT_WHY}. Emulator-only warnings (a read of an output the harness poisoned, before "
+        "the kernel wrote it) are shown in the emulator's column and change no verdict.",
+        "",
+        "| kernel | sizes | emulator | GPU | class (emulator / GPU) | verdict | outputs | PTX allows |",
+        "|:--|:--|:--|:--|:--|:--|:--|:--|",
     ]
     for r in rows:
         e, g = r["emulator"], r["gpu"]
@@ -334,12 +435,14 @@ def markdown(rows: list[dict], meta: dict) -> str:
                 s += f" {v['first_wrong']}"
             if v["findings"]:
                 s += f" ({', '.join(v['findings'])})"
+            if v.get("warnings"):
+                s += f"; warning, emulator-only: {', '.join(v['warnings'])}"
             return s
 
-        verdict_word = classify(r)
+        classes = row_class(r)
         lines.append(
             f"| {r['name']} | {' '.join(map(str, r['sizes']))} | {said(e)} | {said(g)} | "
-            f"{verdict_word} | {r['outputs_summary']} | {', '.join(r['ptx_traits'])} |"
+            f"{classes} | {compare(r)[1]} | {r['outputs_summary']} | {', '.join(r['ptx_traits'])} |"
         )
     same = [r["name"] for r in rows if r["outputs"] and all(o["identical"] for o in r["outputs"])]
     differ = [r for r in rows if any(not o["identical"] for o in r["outputs"])]
@@ -361,13 +464,17 @@ def markdown(rows: list[dict], meta: dict) -> str:
         "an order that depends on which ones have published (the GPU itself differs in the last "
         "bits from launch to launch)",
     }
+    racy = [r for r in differ if RACE in {verdict_class(r[k])[0] for k in ("emulator", "gpu")}]
+    differ = [r for r in differ if r not in racy]  # a race's values: undefined (said in its row)
     for r in differ:
-        if "race" in classify(r) or "faults" in classify(r):
-            continue
         worst = max(o.get("max_ulps", 0) for o in r["outputs"])
         rel = max(o.get("max_rel", 0.0) for o in r["outputs"])
         told = "; ".join(why[t] for t in r["ptx_traits"] if t in why) or "**not explained**"
         lines.append(f"- {r['name']}: up to {worst} ulp (relative {rel:.1e}): {told}.")
+    if not differ:
+        lines.append(
+            "- none" + (" (but the races' values, which no one can require)" if racy else "")
+        )
     lines.append("")
     return "\n".join(lines)
 
