@@ -14,7 +14,7 @@ class named is its ``__init__``/``__post_init__``. A name passed on (a verifier,
 counts as a call: the walk reaches it as the code does. A method called on an object
 (``client.chat(...)``) is resolved only where the object's class is written down: there is no type information
 here beyond what is written down — a parameter's annotation, a local assigned a constructor
-call (``run = _CandidateRun(...)``) — so the walk is a lower bound of what runs.
+call (``run = CandidateRun(...)``) — so the walk is a lower bound of what runs.
 
 The walk is a depth-first visit of that graph from the start, each function once, callees in
 the order they appear in the source. Its figures:
@@ -172,7 +172,7 @@ def _class_of(modules: dict[str, Module], module: str, expr: ast.AST | None) -> 
 
 def _typed_names(modules: dict[str, Module], module: str, node: ast.AST) -> dict[str, Fn]:
     """Names in a function whose class is written down: an annotated parameter, or a local
-    assigned a constructor call (``run = _CandidateRun(ctx, i)``), so ``run.m()`` resolves."""
+    assigned a constructor call (``run = CandidateRun(ctx, i)``), so ``run.m()`` resolves."""
     typed: dict[str, Fn] = {}
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         a = node.args

@@ -16,7 +16,7 @@ from .ptx_check import interface_problems
 from .verify import Candidate
 
 if TYPE_CHECKING:
-    from .loop import _CandidateRun
+    from .candidate import CandidateRun
 
 
 @dataclass
@@ -32,12 +32,10 @@ class _Failure:
     rank: tuple[int, int]
 
 
-CandidateCheck = Callable[["_CandidateRun", RoundRecord, Candidate], Awaitable[_Failure | None]]
+CandidateCheck = Callable[["CandidateRun", RoundRecord, Candidate], Awaitable[_Failure | None]]
 
 
-async def _interface_check(
-    run: _CandidateRun, rec: RoundRecord, cand: Candidate
-) -> _Failure | None:
+async def _interface_check(run: CandidateRun, rec: RoundRecord, cand: Candidate) -> _Failure | None:
     """The entry the GPU test will call, against the source kernel's parameters."""
     assert cand.module is not None  # the round's one parse, made before any check runs
     iface = interface_problems(cand.module, cand.kernel, run.ctx.src.params)
@@ -50,7 +48,7 @@ async def _interface_check(
     return _Failure("interface", f"interface: {iface[0]}", feedback, iface, (1, 0))
 
 
-async def _verify_check(run: _CandidateRun, rec: RoundRecord, cand: Candidate) -> _Failure | None:
+async def _verify_check(run: CandidateRun, rec: RoundRecord, cand: Candidate) -> _Failure | None:
     """The verifier: the GPU test on the cubin of the round's ptxas run, or the compile-only
     stand-in that says why nothing was tested."""
     run.progress(f"{run.tag}, round {rec.round}: ptxas ok; testing")
@@ -67,7 +65,7 @@ async def _verify_check(run: _CandidateRun, rec: RoundRecord, cand: Candidate) -
     return _Failure("gpu", v.summary, v.feedback, messages, (2, 0))
 
 
-async def _race_check(run: _CandidateRun, rec: RoundRecord, cand: Candidate) -> _Failure | None:
+async def _race_check(run: CandidateRun, rec: RoundRecord, cand: Candidate) -> _Failure | None:
     """compute-sanitizer racecheck on a candidate that passed its GPU test and uses .shared
     memory or barriers (lowering/race_check.py); a race is fed back like a wrong result."""
     from .race_check import check_candidate
@@ -83,7 +81,7 @@ async def _race_check(run: _CandidateRun, rec: RoundRecord, cand: Candidate) -> 
     return _Failure("race", rc.summary, rc.feedback, [f.text[:120] for f in rc.findings], (2, 1))
 
 
-async def _calls_check(run: _CandidateRun, rec: RoundRecord, cand: Candidate) -> _Failure | None:
+async def _calls_check(run: CandidateRun, rec: RoundRecord, cand: Candidate) -> _Failure | None:
     """Calls to functions the module does not define (vprintf, malloc, __assertfail …) that the
     source does not ask for."""
     from .completeness import calls_feedback, foreign_calls
@@ -96,7 +94,7 @@ async def _calls_check(run: _CandidateRun, rec: RoundRecord, cand: Candidate) ->
     return _Failure("calls", f"calls {names}", calls_feedback(calls), [names], (1, -1))
 
 
-async def _dataflow_scan(run: _CandidateRun, rec: RoundRecord, cand: Candidate) -> _Failure | None:
+async def _dataflow_scan(run: CandidateRun, rec: RoundRecord, cand: Candidate) -> _Failure | None:
     """The dataflow findings of the candidate's entry, kept for _dataflow_settle (a test that
     runs settles them) and for the feedback of a failed test."""
     from .completeness import dataflow_findings
@@ -108,9 +106,7 @@ async def _dataflow_scan(run: _CandidateRun, rec: RoundRecord, cand: Candidate) 
     return None
 
 
-async def _dataflow_settle(
-    run: _CandidateRun, rec: RoundRecord, cand: Candidate
-) -> _Failure | None:
+async def _dataflow_settle(run: CandidateRun, rec: RoundRecord, cand: Candidate) -> _Failure | None:
     """A candidate with findings that no test ran on is incomplete (never the result); one that
     passed a test that ran keeps a warning."""
     found = run.round_findings

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .candidate import strip_gputest_lines
 from .completeness import certain_fixes, dataflow_findings, foreign_calls
 from .extract import extract_ptx
-from .loop import strip_gputest_lines
 from .ptx_check import compile_check
 from .transcript import read
 
