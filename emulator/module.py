@@ -10,7 +10,7 @@ from .calls import inline_calls
 from .decode import Function, Pair, Program, Reg, Sink, Var, Vec, decode
 from .errors import Refused
 from .memory import Memory
-from .ops_common import HANDLERS, PREPARE
+from .ops_common import HANDLERS, PREPARE, SPECIALIZE
 
 # Instructions that are read but whose absence of effect is exact in this model.
 _NO_EFFECT = {"fence", "membar", "prefetch", "prefetchu", "nanosleep", "pmevent", "discard",
@@ -61,7 +61,8 @@ def _bind(func: Function) -> None:
                 raise
             except Exception as e:  # a malformed instruction: refuse it, with the reason
                 raise Refused(ins.text, ins.line, f"cannot be read: {e}") from None
-        ins.run = h
+        spec = SPECIALIZE.get(op)
+        ins.run = (spec(ins) if spec is not None else None) or h
 
 
 # Instructions whose first operand is written: it must be a register (or vector / pair of them).

@@ -15,9 +15,22 @@ TYPES = (
     "f16x2", "bf16x2", "tf32", "b64", "u64", "s64", "f64", "b128",
 )  # fmt: skip
 
-# handler(w, ins, sel, pc) runs an instruction; prepare(ins) checks it once, at load
+# handler(w, ins, sel, pc) runs an instruction; prepare(ins) checks it once, at load;
+# specialize(ins) may return a handler made for that one instruction (its operands and
+# modifiers read once, at load: the common case without the general handler's decisions on
+# every step), or None for the general one
 HANDLERS: dict[str, Callable[..., Any]] = {}
 PREPARE: dict[str, Callable[[Instr], object]] = {}
+SPECIALIZE: dict[str, Callable[[Instr], Callable[..., Any] | None]] = {}
+
+
+def specializer(*names: str):
+    def deco(fn):
+        for n in names:
+            SPECIALIZE[n] = fn
+        return fn
+
+    return deco
 
 
 def handler(*names: str, prepare=None):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ops_common import handler, last_type, refuse
+from .ops_common import handler, last_type, refuse, specializer
 from .semantics import approx, fp, half
 
 HALF = ("f16", "bf16", "f16x2", "bf16x2")
@@ -73,6 +73,34 @@ def arith(w, ins, sel, pc):
         return _write(w, ins, fp.div(a, b, rnd, ftz), t, sel, raw)
     fn = {"add": fp.add, "sub": fp.sub, "mul": fp.mul}[op]
     return _write(w, ins, fn(a, b, _rnd(ins), ftz, sat), t, sel, raw)
+
+
+_UFUNC = {"add": np.add, "sub": np.subtract, "mul": np.multiply}
+_FP = {"add": fp.add, "sub": fp.sub, "mul": fp.mul}
+
+
+@specializer("add", "sub", "mul")
+def _specialize_arith(ins):
+    """add/sub/mul.f32/.f64 rounded to nearest, without .ftz/.sat: numpy's own IEEE operation
+    is the value (what fp.add/sub/mul compute for them); a NaN result takes the full path for
+    its NaN rule. The operands and the function are looked up once, here."""
+    t = ins.info  # ops_int._prep_type: the instruction's type
+    if t not in ("f32", "f64") or ins.op not in _UFUNC or not set(ins.mods) <= {"rn", t}:
+        return None
+    ufunc, slow = _UFUNC[ins.op], _FP[ins.op]
+    dst, x, y = ins.operands[0], ins.operands[1], ins.operands[2]
+
+    def run(w, ins, sel, pc):
+        a = np.asarray(w.get(x, t, sel, pc))
+        b = np.asarray(w.get(y, t, sel, pc))
+        r = ufunc(a, b)
+        if np.isnan(r).any():  # the H200's NaN results
+            sa, sb = _shape(a, b)
+            return _write(w, ins, slow(sa, sb, "rn", False, False), t, sel, (a, b))
+        w.put(dst, r, t, sel)
+        return None
+
+    return run
 
 
 def fma(w, ins, sel, pc):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import values as V
-from .access import load, resolve_flat, store
+from .access import _coalesced, load, resolve_flat, store
 from .decode import Addr, Reg, Sym, Vec
 from .ops_common import handler, last_type, refuse, types_of
 from .state import LOCAL_WINDOW, SHARED_WINDOW
@@ -281,6 +281,18 @@ def _cp_async(w, ins, sel, pc):
             src_size = w.get(extra, "u32", sel, pc)
     threads = w.idx(sel)
     words = []
+    if src_size is None and ignore is None and n_words in (2, 4):
+        # whole copies whose sources are consecutive: every word of every lane lies in one
+        # live, written allocation (access._coalesced checked it), so none of the per-word
+        # loads below could report anything: one slice read gives the same words
+        srcv = np.asarray(src, np.uint64)
+        start = _coalesced(w, srcv, 4, n_words, threads.size) if srcv.ndim == 1 else None
+        if start is not None:
+            rows = w.memory.view(start, size * threads.size).view(np.uint32)
+            rows = rows.reshape(-1, n_words).copy()
+            words = [rows[:, k] for k in range(n_words)]
+            store(w, "shared", dst, words, sel, pc)
+            return
     for k in range(n_words):
         if src_size is None and ignore is None:
             words.append(

@@ -4,6 +4,8 @@ have arrived, then exchanges values among the lanes that run it together."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import values as V
@@ -57,6 +59,32 @@ def _lane_table(w, idx, vals, fill=0):
     return table, present, row, lane
 
 
+@functools.lru_cache(maxsize=256)
+def _permutation(mode: str, b: int, c: int) -> tuple[np.ndarray, np.ndarray]:
+    """(source lane, predicate) of lanes 0..31 for one b and c: _shfl's rule below, on one
+    warp's lanes."""
+    lane = np.arange(32, dtype=np.int64)
+    clamp = c & 0x1F
+    segmask = (c >> 8) & 0x1F
+    max_lane = (lane & segmask) | (clamp & ~segmask)
+    if mode == "up":
+        j = lane - b
+        ok = j >= max_lane
+    elif mode == "down":
+        j = lane + b
+        ok = j <= max_lane
+    elif mode == "bfly":
+        j = lane ^ b
+        ok = j <= max_lane
+    else:
+        j = (lane & segmask) | (b & ~segmask)
+        ok = j <= max_lane
+    src = np.where(ok, j, lane) & 31
+    src.flags.writeable = False
+    ok.flags.writeable = False
+    return src, ok
+
+
 @handler("shfl", prepare=lambda ins: None)
 def _shfl(w, ins, sel, pc):
     if "sync" not in ins.mods:
@@ -74,9 +102,21 @@ def _shfl(w, ins, sel, pc):
     if type(dst) is Pair:
         pred_out = dst.second
         dst = dst.first
-    a = np.broadcast_to(np.asarray(w.get(ops[1], "b32", rsel, pc)), ready.shape)
-    b = np.broadcast_to(np.asarray(w.get(ops[2], "u32", rsel, pc)).astype(np.int64), ready.shape)
-    c = np.broadcast_to(np.asarray(w.get(ops[3], "u32", rsel, pc)).astype(np.int64), ready.shape)
+    a0 = np.asarray(w.get(ops[1], "b32", rsel, pc))
+    b0 = np.asarray(w.get(ops[2], "u32", rsel, pc))
+    c0 = np.asarray(w.get(ops[3], "u32", rsel, pc))
+    if b0.ndim == 0 and c0.ndim == 0 and whole_warps(w, ready):
+        # every warp whole and one lane/clamp for all: the same lane permutation in each warp
+        src, ok32 = _permutation(mode, int(b0), int(c0))
+        nw = ready.size // 32
+        val = a0 if a0.ndim == 0 else np.broadcast_to(a0, ready.shape).reshape(nw, 32)[:, src]
+        w.put(dst, val.reshape(-1) if val.ndim else val, "b32", rsel)
+        if pred_out is not None:
+            w.put(pred_out, np.tile(ok32, nw), "pred", rsel)
+        return [(pc + 1, ready)]
+    a = np.broadcast_to(a0, ready.shape)
+    b = np.broadcast_to(b0.astype(np.int64), ready.shape)
+    c = np.broadcast_to(c0.astype(np.int64), ready.shape)
     table, present, row, lane = _lane_table(w, ready, a)
     clamp = c & 0x1F
     segmask = (c >> 8) & 0x1F

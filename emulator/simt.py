@@ -167,6 +167,7 @@ class Scheduler:
         w = self.w
         sel = ALL if idx.size == w.N else idx
         run_idx = idx
+        skipped = None  # threads whose guard is false: on to pc + 1 (added after the run)
         if ins.guard is not None:
             p = w.get_reg(ins.guard, "pred", sel, pc)
             if p.ndim == 0:
@@ -174,14 +175,14 @@ class Scheduler:
                     self.add(pc + 1, idx)
                     self.progress += 1
                     return True
-            else:
-                if not p.all():
-                    run_idx = idx[p]
-                    self.add(pc + 1, idx[~p])
-                    sel = run_idx
-                    if run_idx.size == 0:
-                        self.progress += 1
-                        return True
+            elif not p.all():
+                if not p.any():
+                    self.add(pc + 1, idx)
+                    self.progress += 1
+                    return True
+                run_idx = idx[p]
+                skipped = idx[~p]
+                sel = run_idx
         if self.hooks is not None:
             self.hooks.before(ins, run_idx)
         self._new_stalls = []
@@ -196,11 +197,15 @@ class Scheduler:
                 ins.text, ins.line, f"its operands do not fit the instruction ({e})"
             ) from None
         self.result.thread_work += int(run_idx.size) * (COALESCED if w.coalesced else ins.cost)
-        moved = run_idx.size < idx.size
+        moved = skipped is not None
         if nxt is None:
-            self.add(pc + 1, run_idx)
+            # every thread of the group goes on to pc + 1, run or skipped: the group as it
+            # was (sorted), no merge of the two parts
+            self.add(pc + 1, idx)
             moved = True
         else:
+            if skipped is not None:
+                self.add(pc + 1, skipped)
             for npc, nidx in nxt:
                 self.add(npc, nidx)
                 moved = moved or nidx.size > 0
