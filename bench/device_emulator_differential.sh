@@ -2,7 +2,7 @@
 # The emulator/H200 differential in one device call (bench/emulator_differential.py):
 # the same launches with the same inputs on the CPU emulator and on the GPU, results to $OUT.
 #   run (device tool) with carry [".whl"]:  bash bench/device_emulator_differential.sh [ARGS...]
-# ARGS go to the script (e.g. --tag -classes: $OUT/h200-<date>-classes.{json,md}); keep the
+# ARGS go to the script (e.g. --tag=-classes: $OUT/h200-<date>-classes.{json,md}); keep the
 # results and machine.txt/log.txt as bench/results/emulator-differential/h200-<date><tag>*.
 set -o pipefail
 source scripts/device-env.sh
