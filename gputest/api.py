@@ -89,7 +89,7 @@ class GpuTestOptions:
     on_progress: Callable[[str], None] | None = None
     trusted: bool = False  # the spec's expressions may use more than the whitelist
     torch_baseline: bool = False  # also time the spec's bench.torch op (ptxls bench)
-    # a TritonBuild's JSON (frontend/triton.py): the Triton kernel itself, launched by Triton in
+    # a TritonBuild's JSON (frontend/triton_build.py): the Triton kernel itself, launched by Triton in
     # the worker, is the reference (gputest/triton_ref.py)
     triton_reference: dict | None = None
     # where it runs: "gpu", "cpu" (the emulator: gputest/emulated.py, nothing timed) or

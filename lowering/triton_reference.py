@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ptxls.frontend.triton import TritonBuild
+from ptxls.frontend.triton_build import TritonBuild
 from ptxls.gputest.triton_ref import gputest_types, triton_spec
 from ptxls.toolchain.triton_compile import TritonCompile, recipe_for, triton_to_ptx
 from ptxls.toolchain.triton_compile import source_name as source_name  # for triton_sass

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ptxls.frontend.triton import build_recipe, read_triton, resolve_signature
+from ptxls.frontend.triton import read_triton
+from ptxls.frontend.triton_build import build_recipe, resolve_signature
 
 ADD = """import triton
 import triton.language as tl

@@ -7,7 +7,8 @@ import asyncio
 
 import pytest
 
-from ptxls.frontend.triton import build_recipe, read_triton
+from ptxls.frontend.triton import read_triton
+from ptxls.frontend.triton_build import build_recipe
 from ptxls.gputest.triton_ref import infer_spec, spec_types_from_annotations
 from ptxls.lowering.triton_reference import drop_unused_scratch
 from ptxls.toolchain.triton_compile import UnsafeSource, check_definitions_only, triton_to_ptx

@@ -3,11 +3,11 @@ without running the user's file.
 
 Why this is safe. Triton's front end needs a Python function object, and the usual way to get
 one is to import the module, which runs everything at its top level. ptxls never does that.
-``frontend/triton.py`` reads the file with ``ast`` and hands over a ``TritonBuild``: only the
-``def`` text of the kernel and of the ``@triton.jit`` helpers it calls (decorators blanked, every
-line at its original number so Triton's ``.loc`` line info points into the user's file), the
-module constants ``ast.literal_eval`` could read, and the names of the ``triton`` modules it
-imports. Here that text is parsed again and refused unless it holds nothing but undecorated
+``frontend/triton.py`` reads the file with ``ast`` and ``frontend/triton_build.py`` hands over a
+``TritonBuild``: only the ``def`` text of the kernel and of the ``@triton.jit`` helpers it calls
+(decorators blanked, every line at its original number so Triton's ``.loc`` line info points
+into the user's file), the module constants ``ast.literal_eval`` could read, and the names of
+the ``triton`` modules it imports. Here that text is parsed again and refused unless it holds nothing but undecorated
 ``def`` statements whose defaults are literals; it is compiled with ``from __future__ import
 annotations`` (annotations stay strings) and executing it only *defines* the functions: no
 decorator, default or annotation runs, and no function body runs either -- Triton's front end
@@ -40,7 +40,7 @@ from .isolated import python_command
 from .process import ProcessResult, run_killable, scratch_name
 
 if TYPE_CHECKING:
-    from ptxls.frontend.triton import TritonBuild
+    from ptxls.frontend.triton_build import TritonBuild
 
 
 class UnsafeSource(Exception):
@@ -179,7 +179,8 @@ def recipe_for(
 ) -> tuple[TritonBuild | None, str]:
     """The build of ``kernel`` from the source alone (``frontend/triton.py``), or the message
     that says why not (one problem per line, with its line number)."""
-    from ptxls.frontend.triton import build_recipe, read_triton
+    from ptxls.frontend.triton import read_triton
+    from ptxls.frontend.triton_build import build_recipe
 
     build, problems = build_recipe(
         read_triton(text), text, kernel, file_name=source_name(file_path), spec_types=spec_types
