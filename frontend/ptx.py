@@ -6,212 +6,62 @@ It never raises on bad input: whatever it cannot make sense of is skipped, and s
 problems it is certain of (unbalanced braces) come back as data in
 ``PtxModule.structure_problems``.
 
+What it returns (``PtxModule`` and the rest, with their positions) is ``ptx_model.py``.
 Positions are 0-based (line, column) in the original text. Comments and string literals are
 blanked out first, keeping every other character where it was, so positions stay exact.
 """
 
 from __future__ import annotations
 
-import bisect
-import itertools
-import operator
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import NamedTuple
+
+from .ptx_model import (
+    Decl,
+    Pos,
+    PtxFunction,
+    PtxModule,
+    PtxParam,
+    ShiftedPositions,
+    Span,
+    StructureProblem,
+    TextPositions,
+    Use,
+    line_starts,
+)
+
+# The reader's API; its result types (ptx_model.py) are importable from here too.
+__all__ = [
+    "Decl",
+    "IDENT",
+    "Pos",
+    "PtxEntry",
+    "PtxFunction",
+    "PtxModule",
+    "PtxParam",
+    "Span",
+    "StructureProblem",
+    "Use",
+    "blank_comments",
+    "entries_of",
+    "find_entries",
+    "global_names",
+    "is_special_register",
+    "line_starts",
+    "module_globals",
+    "parse_ptx",
+    "provenance_source",
+    "ptx_target",
+    "ptx_version",
+    "scan_header",
+    "split_statements",
+    "with_version",
+]
 
 IDENT = r"[A-Za-z_$%][\w$]*"
 _IDENT_RE = re.compile(IDENT)
-
-
-class Pos(NamedTuple):  # a tuple: a big kernel makes hundreds of thousands of them
-    line: int
-    col: int
-
-
-class Span(NamedTuple):
-    start: Pos
-    end: Pos
-
-
-@dataclass(slots=True)
-class PtxParam:
-    name: str
-    type: str  # ".u64", ".f32", ".b8" …
-    span: Span  # of the name
-    state_space_hint: str = ""  # ".ptr .global" etc. when given
-    align: int | None = None
-    array: str = ""  # "[16]" for byte arrays (structs by value)
-
-
-@dataclass(slots=True)
-class Decl:
-    """A declared name: a register, register range, or variable inside a function."""
-
-    name: str  # for ranges, the prefix ("%r" of %r<5>)
-    kind: str  # ".reg", ".local", ".shared", ".param", ".const", ".global"
-    type: str
-    span: Span
-    count: int | None = None  # %r<5> → 5 (declares %r0 … %r4)
-    extern: bool = False  # ``.extern``: declared here, defined in another module
-
-    def declares(self, reg: str) -> bool:
-        if self.count is None:
-            return reg == self.name
-        if not reg.startswith(self.name):
-            return False
-        suffix = reg[len(self.name) :]
-        return suffix.isdigit() and int(suffix) < self.count
-
-
-class _Shifted:
-    """Positions in a text for offsets counted from ``base`` (a use found in a copy of a body)."""
-
-    __slots__ = ("_t", "_base")
-
-    def __init__(self, t: _Text, base: int) -> None:
-        self._t, self._base = t, base
-
-    def span(self, start: int, end: int) -> Span:
-        return self._t.span(self._base + start, self._base + end)
-
-
-class Use:
-    """A name used as an operand, and where (``span``, 0-based).
-
-    A big kernel has tens of thousands of register uses, and only the few that a check reports
-    ever need a line and column: given the text and offsets instead of a span, the span is
-    computed when first read."""
-
-    __slots__ = ("name", "_span", "_t", "_at")
-
-    def __init__(
-        self,
-        name: str,
-        span: Span | None,
-        t: _Text | _Shifted | None = None,
-        at: tuple[int, int] = (0, 0),
-    ) -> None:
-        self.name = name
-        self._span = span
-        self._t = t
-        self._at = at  # [start, end) offsets for t, when span is None
-
-    @property
-    def span(self) -> Span:
-        if self._span is None:
-            assert self._t is not None, "a Use without a span is given its text"
-            self._span = self._t.span(*self._at)
-            self._t = None
-        return self._span
-
-    def __repr__(self) -> str:
-        return f"Use({self.name!r}, {self.span})"
-
-
-@dataclass(slots=True)
-class PtxFunction:
-    name: str
-    is_entry: bool
-    span: Span  # the whole function, header to closing brace (or header only)
-    name_span: Span
-    params: list[PtxParam] = field(default_factory=list)
-    return_params: list[PtxParam] = field(default_factory=list)
-    body: Span | None = None  # from "{" to "}" inclusive; None for a prototype
-    decls: list[Decl] = field(default_factory=list)
-    labels: dict[str, Span] = field(default_factory=dict)
-    register_uses: list[Use] = field(default_factory=list)
-    branch_targets: list[Use] = field(default_factory=list)
-    symbol_uses: list[Use] = field(default_factory=list)  # non-% names used as operands
-    directives: dict[str, str] = field(default_factory=dict)  # .maxntid 256, 1, 1 …
-    offsets: tuple[int, int] = (0, 0)  # [start, end) of ``span`` in the text, to cut it out
-
-
-@dataclass(slots=True)
-class StructureProblem:
-    message: str
-    span: Span
-
-
-@dataclass(slots=True)
-class PtxModule:
-    version: tuple[int, int] | None = None
-    version_span: Span | None = None
-    targets: list[str] = field(default_factory=list)
-    target_span: Span | None = None
-    address_size: int | None = None
-    functions: list[PtxFunction] = field(default_factory=list)
-    globals: list[Decl] = field(default_factory=list)
-    structure_problems: list[StructureProblem] = field(default_factory=list)
-
-    @property
-    def entries(self) -> list[PtxFunction]:
-        return [f for f in self.functions if f.is_entry]
-
-    @property
-    def arch(self) -> str | None:
-        """The sm_XX of the .target directive, if any (first one that names an SM)."""
-        for t in self.targets:
-            if t.startswith("sm_"):
-                return t
-        return None
-
-    def function_at(self, line: int) -> PtxFunction | None:
-        for f in self.functions:
-            if f.span.start.line <= line <= f.span.end.line:
-                return f
-        return None
-
-
-class _Text:
-    """Offset ↔ (line, col) conversion for one text."""
-
-    def __init__(self, text: str):
-        self.text = text
-        self.starts = line_starts(text)
-
-    def pos(self, offset: int) -> Pos:
-        line = bisect.bisect_right(self.starts, offset) - 1
-        # tuple.__new__ directly: a NamedTuple's own __new__ is a Python function, and a big
-        # kernel asks for tens of thousands of positions
-        return _new_tuple(Pos, (line, offset - self.starts[line]))
-
-    def span(self, start: int, end: int) -> Span:
-        starts = self.starts
-        a = bisect.bisect_right(starts, start) - 1
-        if start <= end and (a + 1 == len(starts) or end < starts[a + 1]):
-            b = a  # the usual case: a name on one line, one search
-        else:
-            b = bisect.bisect_right(starts, end) - 1
-        return _new_tuple(
-            Span,
-            (
-                _new_tuple(Pos, (a, start - starts[a])),
-                _new_tuple(Pos, (b, end - starts[b])),
-            ),
-        )
-
-
-_new_tuple = tuple.__new__
-
-
-def line_starts(text: str) -> list[int]:
-    """The offset each line of ``text`` starts at (lines end at '\\n'); shared with the
-    next caller that asks for the same text: read it, never change it."""
-    global _last_starts
-    last = _last_starts
-    if last[0] is text:
-        return last[1]
-    # line i starts after lines 0..i-1 and their '\n's: a split and sums, all in C
-    lengths = map(operator.add, map(len, text.split("\n")), itertools.repeat(1))
-    starts = list(itertools.accumulate(lengths, initial=0))
-    starts.pop()  # after the last line: no line starts there
-    _last_starts = (text, starts)
-    return starts
-
-
-# The last text's line starts: the parse and the availability lint of one check both ask.
-_last_starts: tuple[str, list[int]] = ("", [0])
 
 
 _BLANK_RE = re.compile(r'//[^\n]*|/\*.*?(?:\*/|\Z)|"(?:[^"\\\n]|\\.)*"?', re.DOTALL)
@@ -222,7 +72,8 @@ _last_blanked: tuple[str, str] = ("", "")
 
 
 def blank_comments(text: str) -> str:
-    """Comments and string contents replaced by spaces (newlines kept), same length."""
+    """PTX comments and string contents replaced by spaces (quotes and newlines kept), same
+    length (C text: ``cuda.blank_comments_and_literals``)."""
     global _last_blanked
     last = _last_blanked
     if last[0] is text:
@@ -279,7 +130,7 @@ def parse_ptx(text: str, *, bodies: bool = True) -> tuple[PtxModule, list[Struct
     performance directives) only: what a caller of the kernels needs, several times faster on
     a file of thousands of kernels."""
     clean = blank_comments(text)
-    t = _Text(clean)
+    t = TextPositions(clean)
     mod = PtxModule()
 
     m = _VERSION_RE.search(clean)
@@ -314,7 +165,7 @@ def parse_ptx(text: str, *, bodies: bool = True) -> tuple[PtxModule, list[Struct
     return mod, mod.structure_problems
 
 
-def _check_braces(clean: str, t: _Text, mod: PtxModule) -> None:
+def _check_braces(clean: str, t: TextPositions, mod: PtxModule) -> None:
     stack: list[int] = []
     for m in re.finditer(r"[{}]", clean):
         i, ch = m.start(), m.group(0)
@@ -392,7 +243,7 @@ def _param_fields(clean: str, start: int, end: int) -> list[_ParamFields]:
     return fields
 
 
-def _parse_params(clean: str, t: _Text, start: int, end: int) -> list[PtxParam]:
+def _parse_params(clean: str, t: TextPositions, start: int, end: int) -> list[PtxParam]:
     return [
         PtxParam(
             name=f.name,
@@ -455,7 +306,7 @@ def _read_header(clean: str, m: re.Match[str]) -> tuple[_Header | None, int]:
 
 
 def _parse_function(
-    clean: str, t: _Text, m: re.Match[str], bodies: bool = True
+    clean: str, t: TextPositions, m: re.Match[str], bodies: bool = True
 ) -> tuple[PtxFunction | None, int]:
     h, resume = _read_header(clean, m)
     if h is None:
@@ -522,7 +373,7 @@ def split_statements(
     return _statements(clean, start, len(clean) if end is None else end)
 
 
-def _parse_decl(stmt: str, offset: int, t: _Text, kind: str) -> list[Decl]:
+def _parse_decl(stmt: str, offset: int, t: TextPositions, kind: str) -> list[Decl]:
     """Declared names of a ``.reg .b32 %r<5>, %x;`` style statement."""
     decls = []
     # Names are the words that do not start with '.', after the type/space words.
@@ -557,7 +408,7 @@ _BODY_DIRECTIVE_RE = re.compile(
 _SYMBOL_USE_RE = re.compile(r"\[\s*([A-Za-z_$][\w$]*)")
 
 
-def _parse_body(clean: str, t: _Text, start: int, end: int, func: PtxFunction) -> None:
+def _parse_body(clean: str, t: TextPositions, start: int, end: int, func: PtxFunction) -> None:
     """Whole-body regex passes (C speed) rather than a Python loop per statement: a 24k-line
     nvcc kernel parses in tens of milliseconds."""
     for lm in _LABEL_RE.finditer(clean, start, end):
@@ -571,7 +422,7 @@ def _parse_body(clean: str, t: _Text, start: int, end: int, func: PtxFunction) -
     for dm in _BODY_DIRECTIVE_RE.finditer(clean, start, end):
         skip.append((dm.start(), dm.end()))
     body = _blanked(clean, start, end, skip)  # offsets in it are from ``start``
-    at = _Shifted(t, start)
+    at = ShiftedPositions(t, start)
     func.register_uses.extend(
         [Use(m.group(), None, at, m.span()) for m in _REG_USE_RE.finditer(body)]
     )
@@ -601,7 +452,7 @@ _LINE_DIRECTIVES = (".version", ".target", ".address_size")
 
 
 def _parse_module_decls(
-    clean: str, t: _Text, mod: PtxModule, bodies: list[tuple[int, int]]
+    clean: str, t: TextPositions, mod: PtxModule, bodies: list[tuple[int, int]]
 ) -> None:
     """Module-scope variables (.global/.shared/.const) outside every function."""
     cursor = 0
@@ -669,7 +520,7 @@ def find_entries(text: str) -> list[PtxEntry]:
     The same header reading as ``parse_ptx``, without building the module: a file of 20,000
     kernels is read in a fraction of a second."""
     clean = blank_comments(text)
-    t = _Text(clean)
+    t = TextPositions(clean)
     found = []
     pos = 0
     while m := _FUNC_RE.search(clean, pos):
