@@ -55,8 +55,10 @@ _BLANK_RE = re.compile(
 )
 
 
-def blank_comments(text: str) -> str:
-    """Comments, strings and character literals replaced by spaces (newlines kept), same length."""
+def blank_comments_and_literals(text: str) -> str:
+    """Comments, string and character literals (their quotes too) replaced by spaces, newlines
+    kept, same length: C's lexical rules (``ptx.blank_comments`` keeps a PTX string's quotes and
+    knows no character literals)."""
     return _BLANK_RE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
 
 
@@ -116,7 +118,7 @@ def _read_name(clean: str, i: int) -> tuple[int, int, int] | None:
 def find_kernels(source: str) -> list[CudaKernel]:
     """Every ``__global__`` function, in file order. When a kernel is both declared and defined
     in the text, only the definition is listed."""
-    code = blank_comments(source)
+    code = blank_comments_and_literals(source)
     starts = [0] + [m.end() for m in re.finditer("\n", code)]
     lines: list[str] | None = None
 
@@ -179,7 +181,7 @@ def parse_params(text: str) -> list[CudaParam]:
     """The parameters of a signature's parentheses (``float* a, int n = 4``). ``void`` and an
     empty list give none; an unnamed parameter is named ``argN`` after its position."""
     params: list[CudaParam] = []
-    for raw in _split_top_level(blank_comments(text)):
+    for raw in _split_top_level(blank_comments_and_literals(text)):
         written = " ".join(raw.split())
         if not written or written == "void":
             continue
