@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
 from typing import Any
 
 from lsprotocol import types
 
 from ptxls.diagnostics.model import Problem, Severity
-from ptxls.frontend.kernels import KernelAt, kernels_in
-from ptxls.frontend.languages import CUDA, PTX, language_of
 from ptxls.gputest.debug_launch import hover_markdown, launch_config, record_failed_test
 from ptxls.gputest.report import NO_GPU, TestReport, short_tokens
 from ptxls.gputest.report import headline as report_headline
@@ -27,6 +24,7 @@ from .. import convert
 from ..app import PtxlsServer, short_name
 from ..progress import CommandProgress, Stopped, run_tracked
 from ..uris import to_path
+from .kernel_runs import Cached, KernelRuns, is_stale, kernel_language, kernels, lenses, refused
 
 log = logging.getLogger("ptxls")
 
@@ -34,35 +32,8 @@ COMMAND = "ptxls.runGpuTest"
 PRODUCER = "gpu-test"
 
 
-@dataclass
-class CachedResult:
-    version: int | None  # document version the test ran on
-    report: TestReport
-
-
-@dataclass
-class GpuTestState:
-    results: dict[tuple[str, str], CachedResult] = field(default_factory=dict)  # (uri, kernel)
-    running: dict[tuple[str, str], asyncio.Task] = field(default_factory=dict)
-
-
-def _language(uri: str, ls: PtxlsServer) -> str | None:
-    """ "ptx" or "cuda" (frontend/languages.py's table) for a document a GPU test runs on."""
-    doc = ls.open_document(uri)
-    lang = language_of(uri, doc.language_id if doc else None)
-    return lang if lang in (PTX, CUDA) else None
-
-
-def _kernels(ls: PtxlsServer, uri: str) -> list[KernelAt]:
-    doc, lang = ls.open_document(uri), _language(uri, ls)
-    if doc is None or lang is None:
-        return []
-    return kernels_in(doc.source, lang)
-
-
-def _is_stale(ls: PtxlsServer, uri: str, cached: CachedResult) -> bool:
-    doc = ls.open_document(uri)
-    return doc is None or doc.version != cached.version
+class GpuTestState(KernelRuns[TestReport]):
+    """The last report per (uri, kernel), with the version it ran on; the runs in flight."""
 
 
 # -- code lens ---------------------------------------------------------------------------------
@@ -75,24 +46,16 @@ def _lens_title(ls: PtxlsServer, uri: str, name: str) -> str:
         return "GPU test running…"
     if cached is None:
         return "Run GPU test"
-    word = {"pass": "passed", NO_GPU: "no GPU"}.get(cached.report.status, "FAILED")
-    if cached.report.emulated:
+    word = {"pass": "passed", NO_GPU: "no GPU"}.get(cached.value.status, "FAILED")
+    if cached.value.emulated:
         word += " on the CPU emulator"  # never "GPU-verified"
-    stale = ", stale" if _is_stale(ls, uri, cached) else ""
+    stale = ", stale" if is_stale(ls, uri, cached) else ""
     return f"Run GPU test (last: {word}{stale})"
 
 
 def code_lenses(ls: PtxlsServer, params: types.CodeLensParams) -> list[types.CodeLens]:
     uri = params.text_document.uri
-    return [
-        convert.code_lens(
-            convert.line_range(line, col, col + len(name)),
-            _lens_title(ls, uri, name),
-            COMMAND,
-            [uri, name],
-        )
-        for name, line, col in _kernels(ls, uri)
-    ]
+    return lenses(ls, uri, COMMAND, lambda name: _lens_title(ls, uri, name))
 
 
 # -- hover -------------------------------------------------------------------------------------
@@ -102,9 +65,9 @@ def hover(ls: PtxlsServer, params: types.HoverParams) -> types.Hover | None:
     """The cached result for the kernel declared on this line; never starts GPU work."""
     state = ls.state(GpuTestState)
     uri, line = params.text_document.uri, params.position.line
-    if not any(key[0] == uri for key in state.results):
+    if not state.has_results(uri):
         return None  # nothing tested in this file: no need to scan it for kernels (megabytes)
-    for name, kline, col in _kernels(ls, uri):
+    for name, kline, col in kernels(ls, uri):
         if kline != line:
             continue
         cached = state.results.get((uri, name))
@@ -112,12 +75,12 @@ def hover(ls: PtxlsServer, params: types.HoverParams) -> types.Hover | None:
             return None  # other providers (opcode docs, …) may answer
         from ptxls.gputest import api  # numpy and the harness: on first use
 
-        text = short_tokens(api.format_table(cached.report))
+        text = short_tokens(api.format_table(cached.value))
         path = to_path(uri)
-        config = launch_config(cached.report, path, name) if path else None
+        config = launch_config(cached.value, path, name) if path else None
         if config is not None:  # "Debug first wrong element": a command link in VS Code
             text += "\n\n" + hover_markdown(config, ls.client_debug_links)
-        if _is_stale(ls, uri, cached):
+        if is_stale(ls, uri, cached):
             doc = ls.open_document(uri)
             now = doc.version if doc else "closed"
             text = (
@@ -133,14 +96,14 @@ def hover(ls: PtxlsServer, params: types.HoverParams) -> types.Hover | None:
 
 def _problems(ls: PtxlsServer, uri: str) -> list[Problem]:
     """A failed test's problems where they point (an annotation), else on the kernel's name."""
-    where = {name: (line, col) for name, line, col in _kernels(ls, uri)}
+    where = {name: (line, col) for name, line, col in kernels(ls, uri)}
     out = []
     for (u, name), cached in ls.state(GpuTestState).results.items():
-        r = cached.report
+        r = cached.value
         if u != uri or r.passed or r.status == NO_GPU or name not in where:
             continue
         line, col = where[name]
-        stale = _is_stale(ls, uri, cached)
+        stale = is_stale(ls, uri, cached)
         prefix = "[stale: the buffer changed since this test] " if stale else ""
         spots = [
             (p.line, p.col, p.end_col if p.end_col > p.col else p.col + 1, short_tokens(p.message))
@@ -151,7 +114,7 @@ def _problems(ls: PtxlsServer, uri: str) -> list[Problem]:
             from ptxls.gputest import api  # numpy and the harness: on first use
 
             spots = [(line, col, col + len(name), api.failure_feedback(r))]
-        if r.findings and _language(uri, ls) == "ptx":  # the emulator's, on their PTX lines
+        if r.findings and kernel_language(ls, uri) == "ptx":  # the emulator's, on their PTX lines
             doc = ls.open_document(uri)
             text = doc.source.splitlines() if doc else []
             spots += [
@@ -182,36 +145,27 @@ def on_change(ls: PtxlsServer, params) -> None:
     """Results are now stale: keep them (hover says so) and move the diagnostics with their
     kernels; the next publish of the document carries them."""
     uri = params.text_document.uri
-    if any(u == uri for u, _ in ls.state(GpuTestState).results):
+    if ls.state(GpuTestState).has_results(uri):
         ls.store.set(uri, PRODUCER, convert.to_diagnostics(_problems(ls, uri)))
 
 
 def on_close(ls: PtxlsServer, params) -> None:
-    uri = params.text_document.uri
-    state = ls.state(GpuTestState)
-    for key in [k for k in state.results if k[0] == uri]:
-        del state.results[key]
-    for key in [k for k in state.running if k[0] == uri]:
-        state.running.pop(key).cancel()
+    ls.state(GpuTestState).forget(params.text_document.uri)
 
 
 # -- the command -------------------------------------------------------------------------------
-
-
-def _refused(status: str, summary: str) -> dict:
-    return {"ok": False, "status": status, "summary": summary}
 
 
 async def run_gpu_test(ls: PtxlsServer, *args) -> dict:
     """Arguments: uri, kernel. Returns {ok, status, summary} (also for no GPU: never raises)."""
     if len(args) < 2 or not all(isinstance(a, str) for a in args[:2]):
         got = short_name(repr(list(args)))
-        return _refused("bad-arguments", f"{COMMAND} takes (uri, kernel), got {got}")
+        return refused("bad-arguments", f"{COMMAND} takes (uri, kernel), got {got}")
     uri, kernel = args[0], args[1]
     doc = ls.open_document(uri)
-    lang = _language(uri, ls)
+    lang = kernel_language(ls, uri)
     if doc is None or lang is None:
-        return _refused("not-open", f"{short_name(uri)} is not an open .ptx/.cu document")
+        return refused("not-open", f"{short_name(uri)} is not an open .ptx/.cu document")
     state = ls.state(GpuTestState)
     key = (uri, kernel)
     if key in state.running:
@@ -223,8 +177,8 @@ async def run_gpu_test(ls: PtxlsServer, *args) -> dict:
     try:
         report = await run_tracked(ls, progress, work, state.running, key, run_gpu_test)
     except Stopped as stop:
-        return _refused(stop.status, short_tokens(stop.summary))
-    state.results[key] = CachedResult(version, report)
+        return refused(stop.status, short_tokens(stop.summary))
+    state.results[key] = Cached(version, report)
     if path := to_path(uri):  # the debugger's default start (.ptxls/debug/, data only)
         await asyncio.to_thread(record_failed_test, report, path, kernel)
     return _finish(ls, uri, report, progress)

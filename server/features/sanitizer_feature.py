@@ -14,13 +14,9 @@ the diagnostics (their lines may have moved) and the lens and hover say the resu
 
 from __future__ import annotations
 
-import asyncio
-from dataclasses import dataclass, field
-
 from lsprotocol import types
 
 from ptxls.diagnostics.model import Problem, Severity
-from ptxls.frontend.kernels import KernelAt, kernels_in
 from ptxls.gputest.report import short_tokens
 from ptxls.gputest.sanitize import SanitizeOptions, SanitizeResult, format_result, parse_tools
 
@@ -28,46 +24,15 @@ from .. import convert
 from ..app import PtxlsServer, short_name
 from ..progress import CommandProgress, Stopped, run_tracked
 from ..uris import to_path
-from .languages import CUDA, PTX, language_of
+from .kernel_runs import Cached, KernelRuns, is_stale, kernel_language, kernels, lenses, refused
 
 COMMAND = "ptxls.runSanitizer"
 PRODUCER = "compute-sanitizer"
 _SEVERITY = {"error": Severity.ERROR, "warning": Severity.WARNING, "info": Severity.INFO}
 
 
-@dataclass
-class CachedSanitize:
-    version: int | None  # document version the run was for
-    result: SanitizeResult
-
-
-@dataclass
-class SanitizerState:
-    results: dict[tuple[str, str], CachedSanitize] = field(default_factory=dict)  # (uri, kernel)
-    running: dict[tuple[str, str], asyncio.Task] = field(default_factory=dict)
-
-
-def _language(ls: PtxlsServer, uri: str) -> str | None:
-    """ "ptx" or "cuda" for an open document the sanitizer runs on, else None."""
-    doc = ls.open_document(uri)
-    if doc is None:
-        return None
-    lang = language_of(uri, getattr(doc, "language_id", None))
-    return "ptx" if lang == PTX else "cuda" if lang == CUDA else None
-
-
-def _entries(ls: PtxlsServer, uri: str) -> list[KernelAt]:
-    """(name, line, col) of every .entry (PTX) or __global__ kernel (CUDA): where "Run GPU
-    test" is, so the two lenses sit side by side."""
-    lang = _language(ls, uri)
-    if lang is None:
-        return []
-    return kernels_in(ls.open_document(uri).source, lang)
-
-
-def _stale(ls: PtxlsServer, uri: str, cached: CachedSanitize) -> bool:
-    doc = ls.open_document(uri)
-    return doc is None or doc.version != cached.version
+class SanitizerState(KernelRuns[SanitizeResult]):
+    """The last result per (uri, kernel), with the version it ran on; the runs in flight."""
 
 
 def _lens_title(ls: PtxlsServer, uri: str, name: str) -> str:
@@ -77,38 +42,30 @@ def _lens_title(ls: PtxlsServer, uri: str, name: str) -> str:
     cached = state.results.get((uri, name))
     if cached is None:
         return "Run with sanitizer"
-    r = cached.result
+    r = cached.value
     n = len([f for f in r.findings if f.severity != "info"])
     word = {"clean": "clean", "findings": f"{n} problem{'s' if n != 1 else ''}",
             "no-gpu": "no GPU", "no-sanitizer": "no compute-sanitizer"}.get(r.status, r.status)  # fmt: skip
-    return f"Run with sanitizer (last: {word}{', stale' if _stale(ls, uri, cached) else ''})"
+    return f"Run with sanitizer (last: {word}{', stale' if is_stale(ls, uri, cached) else ''})"
 
 
 def code_lenses(ls: PtxlsServer, params: types.CodeLensParams) -> list[types.CodeLens]:
     uri = params.text_document.uri
-    return [
-        convert.code_lens(
-            convert.line_range(line, col, col + len(name)),
-            _lens_title(ls, uri, name),
-            COMMAND,
-            [uri, name],
-        )  # fmt: skip
-        for name, line, col in _entries(ls, uri)
-    ]
+    return lenses(ls, uri, COMMAND, lambda name: _lens_title(ls, uri, name))
 
 
 def hover(ls: PtxlsServer, params: types.HoverParams) -> types.Hover | None:
     """The last result for the kernel declared on this line; never starts GPU work."""
     state = ls.state(SanitizerState)
     uri, line = params.text_document.uri, params.position.line
-    if not any(key[0] == uri for key in state.results):
+    if not state.has_results(uri):
         return None
-    for name, kline, col in _entries(ls, uri):
+    for name, kline, col in kernels(ls, uri):
         cached = state.results.get((uri, name)) if kline == line else None
         if cached is None:
             continue
-        text = short_tokens(format_result(cached.result))
-        if _stale(ls, uri, cached):
+        text = short_tokens(format_result(cached.value))
+        if is_stale(ls, uri, cached):
             text = "_stale: the buffer changed since this run; run it again._\n\n" + text
         return convert.markdown_hover(text, convert.line_range(line, col, col + len(name)))
     return None
@@ -148,8 +105,8 @@ def _publish(ls: PtxlsServer, uri: str) -> None:
     doc = ls.open_document(uri)
     found: list[Problem] = []
     for (u, _), cached in ls.state(SanitizerState).results.items():
-        if u == uri and doc is not None and not _stale(ls, uri, cached):
-            found += problems(cached.result, doc.source)
+        if u == uri and doc is not None and not is_stale(ls, uri, cached):
+            found += problems(cached.value, doc.source)
     ls.store.set(uri, PRODUCER, convert.to_diagnostics(found))
     ls.publish(uri, doc.version if doc else None)
     ls.refresh_code_lenses()
@@ -159,21 +116,12 @@ def on_change(ls: PtxlsServer, params) -> None:
     """The lines may have moved: the diagnostics go (the next publish carries the empty set);
     the results stay for the hover, marked stale."""
     uri = params.text_document.uri
-    if any(u == uri for u, _ in ls.state(SanitizerState).results):
+    if ls.state(SanitizerState).has_results(uri):
         ls.store.set(uri, PRODUCER, [])
 
 
 def on_close(ls: PtxlsServer, params) -> None:
-    uri = params.text_document.uri
-    state = ls.state(SanitizerState)
-    for key in [k for k in state.results if k[0] == uri]:
-        del state.results[key]
-    for key in [k for k in state.running if k[0] == uri]:
-        state.running.pop(key).cancel()
-
-
-def _refused(status: str, summary: str) -> dict:
-    return {"ok": False, "status": status, "summary": summary}
+    ls.state(SanitizerState).forget(params.text_document.uri)
 
 
 def _tools(arg, configured: list[str]) -> tuple[str, ...]:
@@ -193,16 +141,16 @@ async def run_sanitizer(ls: PtxlsServer, *args) -> dict:
     raises."""
     if len(args) < 2 or not all(isinstance(a, str) for a in args[:2]):
         got = short_name(repr(list(args)))
-        return _refused("bad-arguments", f"{COMMAND} takes (uri, kernel[, tools]), got {got}")
+        return refused("bad-arguments", f"{COMMAND} takes (uri, kernel[, tools]), got {got}")
     uri, kernel = args[0], args[1]
     s = ls.settings
     try:
         tools = _tools(args[2] if len(args) > 2 else None, s.sanitizer_tools)
     except ValueError as e:
-        return _refused("bad-arguments", short_tokens(str(e)))
-    lang = _language(ls, uri)
+        return refused("bad-arguments", short_tokens(str(e)))
+    lang = kernel_language(ls, uri)
     if lang is None:
-        return _refused("not-open", f"{short_name(uri)} is not an open .ptx or .cu document")
+        return refused("not-open", f"{short_name(uri)} is not an open .ptx or .cu document")
     doc, state, key = ls.open_document(uri), ls.state(SanitizerState), (uri, kernel)
     if key in state.running:
         state.running.pop(key).cancel()  # a second click restarts with the current text
@@ -216,8 +164,8 @@ async def run_sanitizer(ls: PtxlsServer, *args) -> dict:
     try:
         result = await run_tracked(ls, progress, work, state.running, key, run_sanitizer)
     except Stopped as stop:
-        return _refused(stop.status, short_tokens(stop.summary))
-    state.results[key] = CachedSanitize(version, result)
+        return refused(stop.status, short_tokens(stop.summary))
+    state.results[key] = Cached(version, result)
     progress.end(short_tokens(result.summary)[:200])
     # the summary (why it cannot run here) is shown like every command's result (app.command)
     _publish(ls, uri)
