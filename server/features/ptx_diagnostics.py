@@ -1,9 +1,11 @@
 """Live diagnostics for .ptx buffers: instant lints, then ptxas after a short debounce.
 
 The instant lints are shown as soon as they are known; ptxas's word, folded with them, replaces
-them when it comes (one publish when ptxas answers first). For a large text the lints start as
-the edit arrives, in a worker thread, so that they are ready when the debounce ends; their result
-is used only for that very text.
+them when it comes (one publish when ptxas answers first). Until it comes, the lints are shown
+with the last ptxas run's problems, moved through the edits since (those on a line an edit
+touched are dropped): ptxas's squiggles do not vanish for the time ptxas takes. For a large text
+the lints start as the edit arrives, in a worker thread, so that they are ready when the
+debounce ends; their result is used only for that very text.
 
 Per document there is at most one job. Each edit cancels the running job, which kills its
 ptxas, and starts a new one for the new version. Nothing is published for a version the editor
@@ -18,20 +20,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from lsprotocol import types
 
 from ptxls.diagnostics.engine import (
     INLINE_LINT_BYTES,
+    CheckStep,
     DocumentCheckOptions,
     PtxasUnavailable,
     PtxCheckOptions,
     check_document,
     instant_check,
+    merge,
     split_lines,
 )
-from ptxls.diagnostics.model import CheckResult, Problem
+from ptxls.diagnostics.model import CheckResult, Fix, Problem
 from ptxls.diagnostics.resources import EntryUsage
 from ptxls.frontend.ptx import PtxModule
 
@@ -77,6 +81,9 @@ class PtxCheckState:
     # never started)
     early: dict[str, _EarlyLints] = field(default_factory=dict)
     early_running: dict[str, asyncio.Future] = field(default_factory=dict)
+    # uri → ptxas's problems of its last ptxas run, moved through every edit since (_carry):
+    # published with a newer version's lints until ptxas answers for that version
+    carried: dict[str, list[Problem]] = field(default_factory=dict)
     open_slots: asyncio.Semaphore = field(
         default_factory=lambda: asyncio.Semaphore(OPEN_CHECKS_AT_ONCE)
     )
@@ -132,8 +139,53 @@ def did_change(ls: PtxlsServer, params: types.DidChangeTextDocumentParams) -> No
     ls.store.set(uri, LARGE_PRODUCER, [])  # it may have been too large before this edit
     for hook in ls.did_change_hooks:
         hook(ls, params)
+    _carry(ls.state(PtxCheckState), uri, params.content_changes)
     _start_early_lints(ls, uri)
     _schedule(ls, uri, on_save=False)
+
+
+def _carry(state: PtxCheckState, uri: str, changes) -> None:
+    """Moves the carried ptxas problems through one didChange's edits, in order."""
+    carried = state.carried.get(uri)
+    for change in changes:
+        if not carried:
+            break
+        where = getattr(change, "range", None)
+        if where is None:  # the whole text replaced: no line is known to be the same
+            carried = []
+            break
+        text = change.text
+        added = text.count("\n") + text.count("\r") - text.count("\r\n")
+        carried = moved_through_edit(carried, where.start.line, where.end.line, added)
+    if carried is not None:
+        state.carried[uri] = carried
+
+
+def moved_through_edit(problems: list[Problem], first: int, last: int, added: int) -> list[Problem]:
+    """``problems`` after an edit that replaced the text from a position on line ``first`` to
+    one on line ``last`` with text of ``added`` line breaks: those above keep their lines, those
+    below move by the difference, those on a line the edit touched are dropped (their text
+    changed). A fix on a touched line is dropped, one below moves with its lines."""
+    delta = added - (last - first)
+
+    def line(n: int) -> int | None:
+        return n if n < first else n + delta if n > last else None
+
+    def fix(f: Fix | None) -> Fix | None:
+        at = None if f is None else line(f.line)
+        return None if f is None or at is None else f if at == f.line else replace(f, line=at)
+
+    out = []
+    for p in problems:
+        start, end = line(p.line), line(p.last_line)
+        if start is None or end is None or (p.line < first and p.last_line > last):
+            continue  # on a touched line, or spanning the edit
+        if (start, fix(p.fix)) == (p.line, p.fix):
+            out.append(p)
+        else:
+            end_line = None if p.end_line is None else end
+            out.append(replace(p, line=start, end_line=end_line, fix=fix(p.fix)))
+    return out
 
 
 def _start_early_lints(ls: PtxlsServer, uri: str) -> None:
@@ -200,6 +252,7 @@ def did_close(ls: PtxlsServer, params: types.DidCloseTextDocumentParams) -> None
     state.jobs.cancel(uri)
     state.usage.pop(uri, None)
     state.early.pop(uri, None)
+    state.carried.pop(uri, None)
     for hook in ls.did_close_hooks:
         hook(ls, params)
     ls.store.clear(uri)
@@ -271,13 +324,37 @@ async def _check(
             async for step in steps:
                 if not (opts.run_tool or step.binary):
                     _tell_save_only(ls, uri, len(text))
-                if lines is None and step.result.problems:
+                problems = _shown(ls, uri, step, opts)
+                if lines is None and problems:
                     lines = await _lines_of(text)
-                _publish(ls, uri, version, step.result.problems, lines or [])
+                _publish(ls, uri, version, problems, lines or [])
+                if step.final:
+                    _remember_ptxas(ls, uri, version, step)
                 if step.final and step.result.ran_tool:
                     _ran_ptxas(ls, uri, version, step.result, time.monotonic() - started)
     except PtxasUnavailable as e:
         ls.tell_once("ptxas-missing", f"ptxls: {e}", types.MessageType.Error)
+
+
+def _shown(ls: PtxlsServer, uri: str, step: CheckStep, opts: DocumentCheckOptions) -> list[Problem]:
+    """What one step publishes: the lints ahead of ptxas come with the last ptxas run's
+    problems (moved through the edits since), so those do not vanish while ptxas runs; ptxas's
+    word at the same token wins over a lint, as in the final publish (``merge``)."""
+    problems = step.result.problems
+    carried = ls.state(PtxCheckState).carried.get(uri)
+    if step.final or not opts.run_tool or not carried:
+        return problems
+    return merge(problems, carried, ls.settings.max_problems)
+
+
+def _remember_ptxas(ls: PtxlsServer, uri: str, version: int | None, step: CheckStep) -> None:
+    """The final step's ptxas problems, carried into the next edits (not a version the editor
+    has moved past: its edits already moved the older ones)."""
+    state = ls.state(PtxCheckState)
+    if step.binary:
+        state.carried.pop(uri, None)
+    elif step.result.ran_tool and _current(ls, uri, version):
+        state.carried[uri] = [p for p in step.result.problems if p.source == "ptxas"]
 
 
 # Above this a text's lines are split in a worker thread, a slice at a time (_split_in_slices).
