@@ -26,7 +26,8 @@ or an unknown instruction counts as a store through every pointer it sees; speci
 Triton's ABI scratch parameters (trailing ``.ptr .global .align 1`` parameters named
 ``<entry>_param_<i>`` that its kernels do not use) are not reported as never loaded.
 
-Plain Python over ``frontend/ptx.py``'s reader (its comment blanking and statement splitter),
+Plain Python over ``frontend/ptx.py``'s reader (its comment blanking and statement splitter)
+and the control-flow graph of ``ptx_cfg.py``,
 no other room, never raises on bad input (a module it cannot read has no findings).
 ``tests/test_ptx_dataflow.py`` runs it on the library kernels, nvcc's and Triton's PTX (no
 finding) and on planted incomplete kernels (each found).
@@ -36,9 +37,10 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .ptx import Decl, PtxFunction, PtxModule, _statements, blank_comments, parse_ptx
+from .ptx_cfg import Block, Instr, basic_blocks, may_reach, reachable
 
 
 @dataclass(frozen=True)
@@ -93,22 +95,6 @@ _GUARD = re.compile(r"\s*@\s*(!?)\s*(%[A-Za-z_$][\w$]*)\s*")
 _OPCODE = re.compile(r"\s*([A-Za-z_][\w.:]*)")
 
 
-@dataclass
-class _Instr:
-    line: int
-    col: int
-    opcode: str
-    base: str
-    guarded: bool
-    writes: list[str]
-    reads: list[tuple[str, int]]  # register, offset in the text
-    addresses: list[str]  # text of each [...] operand
-    symbols: list[str]  # plain names used as operands (params, labels, globals)
-    targets: list[str] = field(default_factory=list)  # branch labels
-    unknown: bool = False
-    ends: bool = False  # ret/exit/trap without a guard: no fall-through
-
-
 def _split_operands(text: str) -> list[tuple[str, int]]:
     """Top-level comma-separated operands with their offset in ``text``."""
     parts, depth, start = [], 0, 0
@@ -152,7 +138,7 @@ class _Registers:
 
 def _instruction(
     stmt: str, at: int, lines: _Lines, regs: _Registers
-) -> tuple[list[str], _Instr | None]:
+) -> tuple[list[str], Instr | None]:
     """(labels defined at the start of the statement, the instruction or None)."""
     labels = []
     pos = 0
@@ -185,7 +171,7 @@ def _instruction(
     operand_text = rest[m.end() :]
     op_at = offset + m.end()
     line, col = lines.at(at + offset + m.start(1))
-    ins = _Instr(line, col, opcode, base, guarded, [], reads, [], [])
+    ins = Instr(line, col, opcode, base, guarded, [], reads, [], [])
     operands = _split_operands(operand_text)
     for text, _ in operands:
         s = text.strip()
@@ -232,171 +218,10 @@ def _instruction(
     return labels, ins
 
 
-# ---- the function as blocks
+# ---- the four facts (over the blocks of ptx_cfg.py)
 
 
-@dataclass
-class _Block:
-    instrs: list[_Instr] = field(default_factory=list)
-    succ: list[int] = field(default_factory=list)
-
-
-def _blocks(items: list[tuple[list[str], _Instr | None]]) -> tuple[list[_Block], bool]:
-    """Basic blocks and their successors; and whether the graph has a cycle (a loop)."""
-    blocks: list[_Block] = [_Block()]
-    label_block: dict[str, int] = {}
-    ends_block = False
-    for labels, ins in items:
-        if labels:
-            if blocks[-1].instrs or ends_block:
-                blocks.append(_Block())
-            for name in labels:
-                label_block[name] = len(blocks) - 1
-            ends_block = False
-        if ins is None:
-            continue
-        if ends_block:
-            blocks.append(_Block())
-            ends_block = False
-        blocks[-1].instrs.append(ins)
-        if ins.targets or ins.ends:
-            ends_block = True
-    n = len(blocks)
-    for i, b in enumerate(blocks):
-        last = b.instrs[-1] if b.instrs else None
-        falls = True
-        if last is not None:
-            for t in last.targets:
-                if t in label_block:
-                    b.succ.append(label_block[t])
-            if last.base == "brx":  # an indirect branch: any label of the function
-                b.succ.extend(set(label_block.values()))
-            if last.ends or (last.base in ("bra", "brx") and not last.guarded):
-                falls = False
-        if falls and i + 1 < n:
-            b.succ.append(i + 1)
-    return blocks, _has_cycle(blocks)
-
-
-def _has_cycle(blocks: list[_Block]) -> bool:
-    color = [0] * len(blocks)
-    for root in range(len(blocks)):
-        if color[root]:
-            continue
-        stack = [(root, iter(blocks[root].succ))]
-        color[root] = 1
-        while stack:
-            node, it = stack[-1]
-            nxt = next(it, None)
-            if nxt is None:
-                color[node] = 2
-                stack.pop()
-            elif color[nxt] == 1:
-                return True
-            elif color[nxt] == 0:
-                color[nxt] = 1
-                stack.append((nxt, iter(blocks[nxt].succ)))
-    return False
-
-
-# ---- the four facts
-
-
-def _reachable(blocks: list[_Block]) -> list[bool]:
-    seen = [False] * len(blocks)
-    todo = [0] if blocks else []
-    while todo:
-        i = todo.pop()
-        if not seen[i]:
-            seen[i] = True
-            todo.extend(blocks[i].succ)
-    return seen
-
-
-def _components(blocks: list[_Block]) -> list[list[int]]:
-    """Strongly connected components (Tarjan's, iterative), in reverse topological order."""
-    index: list[int | None] = [None] * len(blocks)
-    low = [0] * len(blocks)
-    on_stack = [False] * len(blocks)
-    stack: list[int] = []
-    out: list[list[int]] = []
-    counter = 0
-    for root in range(len(blocks)):
-        if index[root] is not None:
-            continue
-        work = [(root, 0)]
-        while work:
-            v, k = work.pop()
-            if k == 0:
-                index[v] = low[v] = counter
-                counter += 1
-                stack.append(v)
-                on_stack[v] = True
-            succ = blocks[v].succ
-            if k < len(succ):
-                work.append((v, k + 1))
-                w = succ[k]
-                seen_at = index[w]
-                if seen_at is None:
-                    work.append((w, 0))
-                elif on_stack[w]:
-                    low[v] = min(low[v], seen_at)
-                continue
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on_stack[w] = False
-                    comp.append(w)
-                    if w == v:
-                        break
-                out.append(comp)
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[v])
-    return out
-
-
-def _may_reach(blocks: list[_Block], gen: list[int]) -> list[int]:
-    """For each block, the registers some path from the start writes before it (bit sets).
-    Over the graph of strongly connected components, in topological order: what enters a
-    component, or is written anywhere inside a component with a cycle, reaches all of its
-    blocks — linear in the graph, however the loops nest."""
-    comps = _components(blocks)
-    comp_of = [0] * len(blocks)
-    for c, comp in enumerate(comps):
-        for b in comp:
-            comp_of[b] = c
-    preds: list[list[int]] = [[] for _ in blocks]
-    for i, block in enumerate(blocks):
-        for s in block.succ:
-            preds[s].append(i)
-    into = [0] * len(blocks)
-    out = [0] * len(blocks)
-    for c in range(len(comps) - 1, -1, -1):  # Tarjan's order reversed: topological
-        comp = comps[c]
-        entering = 0
-        for b in comp:
-            for p in preds[b]:
-                if comp_of[p] != c:
-                    entering |= out[p]
-        cyclic = len(comp) > 1 or comp[0] in blocks[comp[0]].succ
-        inside = 0
-        if cyclic:
-            for b in comp:
-                inside |= gen[b]
-        for b in comp:
-            if cyclic:
-                into[b] = entering | inside
-            else:
-                into[b] = 0
-                for p in preds[b]:
-                    into[b] |= out[p]
-            out[b] = into[b] | gen[b]
-    return into
-
-
-def _reads_before_writes(entry: str, blocks: list[_Block], lines: _Lines) -> list[Finding]:
+def _reads_before_writes(entry: str, blocks: list[Block], lines: _Lines) -> list[Finding]:
     """Reads that no write reaches on any path from the start (a may-be-written analysis: the
     union over predecessors), in reachable blocks. Path conditions are not followed, so only
     what holds on every path is said: such a read sees a register nothing wrote."""
@@ -408,9 +233,9 @@ def _reads_before_writes(entry: str, blocks: list[_Block], lines: _Lines) -> lis
             for r in ins.writes:
                 g |= 1 << names.setdefault(r, len(names))
         gen.append(g)
-    into = _may_reach(blocks, gen)
+    into = may_reach(blocks, gen)
     findings: dict[str, Finding] = {}
-    for i, (b, live) in enumerate(zip(blocks, _reachable(blocks), strict=True)):
+    for i, (b, live) in enumerate(zip(blocks, reachable(blocks), strict=True)):
         if not live:
             continue
         written = into[i]
@@ -434,7 +259,7 @@ def _reads_before_writes(entry: str, blocks: list[_Block], lines: _Lines) -> lis
     return sorted(findings.values(), key=lambda f: (f.line, f.col))
 
 
-def _pointer_facts(func: PtxFunction, instrs: list[_Instr]) -> tuple[set[str], set[str]]:
+def _pointer_facts(func: PtxFunction, instrs: list[Instr]) -> tuple[set[str], set[str]]:
     """(parameters whose value reaches an address, parameters stored through or handed on)."""
     params = {p.name for p in func.params}
     taint: dict[str, set[str]] = {}
@@ -511,7 +336,7 @@ def _entry_findings(
     instrs = [ins for _, ins in items if ins is not None]
     if not instrs:
         return []
-    blocks, has_loop = _blocks(items)
+    blocks, has_loop = basic_blocks(items)
     found = _reads_before_writes(func.name, blocks, lines)
     name_line, name_col = func.name_span.start
     name_end = func.name_span.end.col
