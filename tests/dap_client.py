@@ -4,13 +4,14 @@ speaks Content-Length framed JSON to it over its stdin/stdout."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import queue
 import subprocess
 import sys
 import threading
 from pathlib import Path
+
+from raw_lsp import frame, read_framed
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,29 +29,16 @@ class DapClient:
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
-        out = self.proc.stdout
-        while True:
-            length = None
-            while True:
-                line = out.readline()
-                if not line:
-                    self.messages.put(None)
-                    return
-                line = line.strip()
-                if not line:
-                    break
-                k, _, v = line.decode().partition(":")
-                if k.lower() == "content-length":
-                    length = int(v)
-            self.messages.put(json.loads(out.read(length)))
+        while (got := read_framed(self.proc.stdout)) is not None:
+            self.messages.put(got[0])
+        self.messages.put(None)
 
     def send(self, command: str, arguments: dict | None = None) -> int:
         self.seq += 1
         msg = {"seq": self.seq, "type": "request", "command": command}
         if arguments is not None:
             msg["arguments"] = arguments
-        data = json.dumps(msg).encode()
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(data) + data)
+        self.proc.stdin.write(frame(msg))
         self.proc.stdin.flush()
         return self.seq
 

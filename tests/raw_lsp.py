@@ -1,5 +1,7 @@
 """A raw stdio LSP client for hostile-input tests: it writes bytes exactly as given (broken
-framing included) to the real server process and reads framed replies with a deadline."""
+framing included) to the real server process and reads framed replies with a deadline. Its
+framing (``frame``, ``read_framed``) is also the DAP client's (dap_client.py): the same
+Content-Length headers."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = [sys.executable, "-m", "ptxls.server", "serve"]
@@ -20,6 +23,21 @@ def frame(payload: dict | bytes, length: int | None = None) -> bytes:
     body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     n = len(body) if length is None else length
     return b"Content-Length: %d\r\n\r\n" % n + body
+
+
+def read_framed(out) -> tuple[Any, int] | None:
+    """One Content-Length framed JSON message from a binary stream, and its body's length;
+    None at the stream's end. Header lines other than Content-Length are skipped."""
+    length = None
+    while True:
+        line = out.readline()
+        if not line:
+            return None
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+        elif line in (b"\r\n", b"\n") and length is not None:
+            break
+    return json.loads(out.read(length)), length
 
 
 class RawServer:
@@ -43,19 +61,8 @@ class RawServer:
         threading.Thread(target=self._read_err, daemon=True).start()
 
     def _read(self) -> None:
-        out = self.proc.stdout
-        while True:
-            length = None
-            while True:
-                line = out.readline()
-                if not line:
-                    self.replies.put(None)
-                    return
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-                elif line in (b"\r\n", b"\n") and length is not None:
-                    break
-            msg = json.loads(out.read(length))
+        while (got := read_framed(self.proc.stdout)) is not None:
+            msg, length = got
             method = msg.get("method") if isinstance(msg, dict) else None
             if method:
                 self.notifications.append((method, length, msg.get("params")))
@@ -65,6 +72,7 @@ class RawServer:
             elif method in ("window/logMessage", "window/showMessage"):
                 self.log.append(msg["params"]["message"])
             self.replies.put(msg)
+        self.replies.put(None)
 
     def _read_err(self) -> None:
         for line in self.proc.stderr:
