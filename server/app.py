@@ -40,6 +40,7 @@ from pygls.lsp.server import LanguageServer
 from ptxls.toolchain.discovery import set_probe_timeout
 
 from .inflight import InFlight
+from .protocol import PtxlsProtocol
 from .settings import Settings, settings_from_dict
 from .store import DiagnosticStore
 from .uris import find_document
@@ -63,6 +64,7 @@ class PtxlsServer(LanguageServer):
             SERVER_NAME,
             SERVER_VERSION,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=PtxlsProtocol,
         )
         self.settings = Settings()
         self.store = DiagnosticStore()
@@ -381,7 +383,10 @@ def run_server(verbose: bool = False) -> int:
     # worker still registered when our end of its pipe closes (toolchain/reaper.py).
     from ptxls.toolchain import reaper
 
+    from .memory import tune_allocator
+
     reaper.enable()
+    tune_allocator()  # a long session of large texts keeps no freed memory (memory.py)
     server = create_server()
     server.start_io()
     _exit_now(server.exit_code)

@@ -1,0 +1,37 @@
+"""pygls's LanguageServerProtocol with one leak closed: a handled notification is forgotten.
+
+pygls 2.x runs a notification whose handler is a generator, a coroutine or a thread function
+(its own didOpen/didChange/didSave/didClose are generators that chain to ours) under a future
+it files in ``_request_futures`` under a fresh uuid, and only a *request's* completion removes
+its entry (``_send_handler_result``); a notification's (``_check_handler_result``) does not. So
+every didChange, didOpen and didClose stayed in that dict for the server's life: 3,050 futures
+(each with a Condition, an RLock and a deque) after 30 s of the soak, 30,000 after five minutes,
+and pygls's ``shutdown`` walks them all. Here the entry goes as the notification's handler ends.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pygls.protocol import LanguageServerProtocol
+
+
+class PtxlsProtocol(LanguageServerProtocol):
+    def _execute_handler(
+        self,
+        msg_id: Any,
+        handler: Any,
+        callback: Any,
+        args: tuple[Any, ...] | None = None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        if callback != self._check_handler_result:  # a request: pygls removes it when answered
+            super()._execute_handler(msg_id, handler, callback, args, kwargs)
+            return
+
+        def forget(future: Any) -> None:
+            if self._request_futures.get(msg_id) is future:
+                del self._request_futures[msg_id]
+            callback(future)
+
+        super()._execute_handler(msg_id, handler, forget, args, kwargs)
