@@ -6,7 +6,7 @@ A 100 MB single-line didOpen used to stall every hover for 10.5 s (1.3 GB reside
 whole text, in threads that hold the GIL as much as the loop. Above ``MAX_DOCUMENT_BYTES`` the
 server runs nothing over a text; one that *arrives* above it (a didOpen, a whole-text change)
 is not even built: the transport reads the message as a stream and keeps the text's first
-``HEADER_BYTES`` and its size (``transport.read_streamed``; a 100 MB string cost the loop
+``HEADER_BYTES`` and its size (``framing.read_streamed``; a 100 MB string cost the loop
 0.3-1 s in copies alone), drops ranged edits to it, and refuses commands on it. The
 document lifecycle (``features/ptx_diagnostics.py``) publishes one information diagnostic that
 says why, with the PTX header read from the first ``HEADER_BYTES`` (the one linear check), and

@@ -4,7 +4,7 @@ small document is not kept behind a burst of notifications about other documents
 Before: a 100 MB single-line didOpen stalled every hover ~1 s (json.loads and copies of the body
 hold the GIL 0.3-0.6 s each on a 2-core VM) and the server peaked at 362 MB; a hover sent after
 3,000 didOpens waited for all of them to be dispatched (0.7 s). Now the transport reads such a
-body as a stream and keeps a cut text's first 64 KB and its size (``transport.read_streamed``),
+body as a stream and keeps a cut text's first 64 KB and its size (``framing.read_streamed``),
 and a textDocument request may overtake notifications about *other* documents (``_take``).
 """
 
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from raw_lsp import ROOT, RawServer, frame
 
-from ptxls.server import transport
+from ptxls.server import framing, transport
 from ptxls.server.large_documents import HEADER_BYTES, MAX_DOCUMENT_BYTES
 
 SMALL = ROOT / "examples" / "broken.ptx"
@@ -30,12 +30,10 @@ COL = SMALL_TEXT.splitlines()[LINE].index("mad") + 1
 HEADER = ".version 8.0\n.target sm_90\n.address_size 64\n"
 
 
-def streamed(obj, chunk: int) -> transport.Parsed:
+def streamed(obj, chunk: int) -> framing.Parsed:
     body = json.dumps(obj).encode()
     source = io.BytesIO(body)
-    return transport.assemble(
-        transport.read_streamed(lambda k: source.read(min(k, chunk)), len(body))
-    )
+    return framing.assemble(framing.read_streamed(lambda k: source.read(min(k, chunk)), len(body)))
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -67,7 +65,7 @@ def test_a_string_above_the_limit_keeps_its_head_and_its_size():
 def test_json_outside_strings_is_bounded():
     body = b'{"jsonrpc": "2.0", "method": "m", "params": [' + b"1, " * (3 << 20) + b"1]}"
     source = io.BytesIO(body)
-    out = transport.read_streamed(lambda k: source.read(k), len(body))
+    out = framing.read_streamed(lambda k: source.read(k), len(body))
     assert out.too_complex and source.tell() == len(body)  # refused, and the body consumed
 
 
