@@ -196,8 +196,15 @@ def load(w, space: str, addr, dt, n: int, sel, pc: int) -> list[np.ndarray]:
     oob = _check_window(w, off, total, limit, pc, threads, space, "read")
     if oob is not None:
         bad = oob if bad is None else bad | oob
-    base = (w.slot[threads] if space == "shared" else threads).astype(np.int64) * limit
-    flat = base + off.astype(np.int64)
+    flat = _flat(w, space, threads, limit) + off.astype(np.int64)
+    if bad is None and (flat.size == 0 or flat.min() >= 0):  # every lane reads: no masks
+        if space == "shared" and flat.size:
+            describe = shared_describe(w)
+            unw = w.tracker.read(w, flat, total, threads, pc, describe)
+            if unw is not None:
+                first = int(flat[int(np.argmax(unw))])
+                w.pending_undefined = (threads[unw], pc, describe(first))
+        return _gather_n(area, flat, dt, n)
     if bad is not None:
         flat = np.where(bad, -1, flat)
     good = flat >= 0
@@ -214,6 +221,45 @@ def load(w, space: str, addr, dt, n: int, sel, pc: int) -> list[np.ndarray]:
         v[good] = _gather_bytes(area, fg + k * size, dt)
         out.append(v)
     return out
+
+
+def _flat(w, space: str, threads: np.ndarray, limit: int) -> np.ndarray:
+    """Each lane's start in the wave's shared (its block's) or local (its own) area."""
+    if space == "shared":
+        return w.shared_base if threads is w.all_idx else w.shared_base[threads]
+    return threads.astype(np.int64, copy=False) * limit
+
+
+def _gather_n(area: np.ndarray, off: np.ndarray, dt, n: int) -> list[np.ndarray]:
+    """n consecutive values of type dt at each offset: _gather_bytes of off + k * size, with
+    the alignment decided once (a vector's elements are aligned when its first one is)."""
+    size = dt.itemsize
+    if (
+        size > 1
+        and area.size % size == 0
+        and not (off.size and np.bitwise_or.reduce(off) & (size - 1))
+    ):
+        view = area.view(dt)
+        i = off >> (size.bit_length() - 1)
+        return [view.take(i + k if k else i) for k in range(n)]
+    return [_gather_bytes(area, off + k * size, dt) for k in range(n)]
+
+
+def _scatter_n(area: np.ndarray, off: np.ndarray, values: list) -> None:
+    """values[k] to off + k * size (as _scatter_bytes, the alignment decided once)."""
+    size = values[0].dtype.itemsize
+    if (
+        size > 1
+        and area.size % size == 0
+        and not (off.size and np.bitwise_or.reduce(off) & (size - 1))
+    ):
+        view = area.view(values[0].dtype)
+        i = off >> (size.bit_length() - 1)
+        for k, v in enumerate(values):
+            view[i + k if k else i] = v
+        return
+    for k, v in enumerate(values):
+        _scatter_bytes(area, off + k * size, v)
 
 
 def _gather_bytes(area: np.ndarray, off: np.ndarray, dt) -> np.ndarray:
@@ -317,16 +363,14 @@ def store(w, space: str, addr, values: list, sel, pc: int) -> None:
     oob = _check_window(w, addr, total, limit, pc, threads, space, "write")
     if oob is not None:
         bad = oob if bad is None else bad | oob
-    base = (w.slot[threads] if space == "shared" else threads).astype(np.int64) * limit
-    flat = base + addr.astype(np.int64)
+    flat = _flat(w, space, threads, limit) + addr.astype(np.int64)
     if bad is not None:
         good = ~bad
         flat, threads = flat[good], threads[good]
         vals = [v[good] for v in vals]
     if space == "shared" and flat.size:
         w.tracker.write(w, flat, total, threads, pc, w.line_of(pc), shared_describe(w))
-    for k in range(n):
-        _scatter_bytes(area, flat + k * size, vals[k])
+    _scatter_n(area, flat, vals)
 
 
 def resolve_flat(w, space, addr, size, sel, pc, access):

@@ -60,9 +60,10 @@ def _lane_table(w, idx, vals, fill=0):
 
 
 @functools.lru_cache(maxsize=256)
-def _permutation(mode: str, b: int, c: int) -> tuple[np.ndarray, np.ndarray]:
-    """(source lane, predicate) of lanes 0..31 for one b and c: _shfl's rule below, on one
-    warp's lanes."""
+def _permutation(mode: str, b: int, c: int, nw: int) -> tuple[np.ndarray, np.ndarray]:
+    """(source position, predicate) of each lane of nw whole warps laid out one after another,
+    for one b and c: _shfl's rule below, worked out on one warp's lanes (a flat index: a
+    gather of [warps, 32] rows by a lane array costs several times more in numpy)."""
     lane = np.arange(32, dtype=np.int64)
     clamp = c & 0x1F
     segmask = (c >> 8) & 0x1F
@@ -80,9 +81,11 @@ def _permutation(mode: str, b: int, c: int) -> tuple[np.ndarray, np.ndarray]:
         j = (lane & segmask) | (b & ~segmask)
         ok = j <= max_lane
     src = np.where(ok, j, lane) & 31
-    src.flags.writeable = False
-    ok.flags.writeable = False
-    return src, ok
+    flat = (np.arange(nw, dtype=np.int64) * 32)[:, None] + src
+    out = (flat.reshape(-1), np.tile(ok, nw))
+    for a in out:
+        a.flags.writeable = False
+    return out
 
 
 @handler("shfl", prepare=lambda ins: None)
@@ -107,12 +110,11 @@ def _shfl(w, ins, sel, pc):
     c0 = np.asarray(w.get(ops[3], "u32", rsel, pc))
     if b0.ndim == 0 and c0.ndim == 0 and whole_warps(w, ready):
         # every warp whole and one lane/clamp for all: the same lane permutation in each warp
-        src, ok32 = _permutation(mode, int(b0), int(c0))
         nw = ready.size // 32
-        val = a0 if a0.ndim == 0 else np.broadcast_to(a0, ready.shape).reshape(nw, 32)[:, src]
-        w.put(dst, val.reshape(-1) if val.ndim else val, "b32", rsel)
+        src, ok = _permutation(mode, int(b0), int(c0), nw)
+        w.put(dst, a0 if a0.ndim == 0 else a0.take(src), "b32", rsel)
         if pred_out is not None:
-            w.put(pred_out, np.tile(ok32, nw), "pred", rsel)
+            w.put(pred_out, ok, "pred", rsel)
         return [(pc + 1, ready)]
     a = np.broadcast_to(a0, ready.shape)
     b = np.broadcast_to(b0.astype(np.int64), ready.shape)

@@ -91,6 +91,10 @@ class Wave:
         return np.repeat(np.arange(self.nblocks, dtype=np.int64), self.block_threads)
 
     @cached_property
+    def shared_base(self) -> np.ndarray:  # where a thread's block's shared memory starts
+        return self.slot * self.shared_size
+
+    @cached_property
     def lin(self) -> np.ndarray:  # linear thread index inside its block
         return np.tile(np.arange(self.block_threads, dtype=np.int64), self.nblocks)
 
