@@ -28,7 +28,7 @@ the few regular expressions have bounded repetition, so a multi-megabyte hostile
 milliseconds to seconds, never hours.
 
 The reader has five stages, one module each: 1. ``reply_text.py`` normalises (line endings,
-invisible characters, quotes, HTML, reasoning sections); 2. ``reply_blocks.py`` finds the fenced
+invisible characters, quotes, HTML, reasoning sections, a JSON wrapper, escaped line breaks); 2. ``reply_blocks.py`` finds the fenced
 blocks and bare PTX (``Segment``); 3. ``frontend/ptx_scan.py`` says what a stretch of PTX
 declares (``Function``/``Module``, a tolerant scan of text that may be cut off); 4.
 ``reply_clean.py`` cleans the answer; 5. this module chooses the answer (``_Candidates``, with
@@ -40,9 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
-import json
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ptxls.frontend.ptx_dataflow import check_dataflow
@@ -54,10 +52,12 @@ from .reply_clean import find_elision, keep_entry, strip_gputest, strip_non_asci
 from .reply_text import (
     HTML_ENTITY,
     clean_invisible,
+    decode_escapes,
     html_blocks_as_fences,
     normalise,
     split_reasoning,
     unquote,
+    unwrap_json,
 )
 
 TOKEN_LIMIT_SETTING = "ptxls.llm.maxTokens (PTXLS_LLM_MAX_TOKENS)"
@@ -142,78 +142,6 @@ def _over_limits(text: str) -> str:
     return ""
 
 
-def _ptx_member(value, path: str, depth: int = 0, reparsed: int = 0) -> tuple[str, str] | None:
-    """The last string under ``value`` that declares an entry, with its path; a string that
-    is itself a JSON object (a tool call's ``"arguments"``, which OpenAI-style tool calls
-    encode as a string) is read too. Bounded: a hostile nesting cannot recurse far, and a
-    string is parsed again at most twice."""
-    if depth > 12:
-        return None
-    if isinstance(value, str):
-        if ".entry" not in value:
-            return None
-        inner = value.strip()
-        if reparsed < 2 and inner.startswith("{") and inner.endswith("}"):
-            try:
-                found = _ptx_member(json.loads(inner), path, depth + 1, reparsed + 1)
-            except (ValueError, RecursionError):
-                found = None
-            if found is not None:
-                return found
-        return value, path
-    items: Iterable[tuple[object, object]]
-    if isinstance(value, dict):
-        items = value.items()
-    elif isinstance(value, list):
-        items = enumerate(value)
-    else:
-        return None
-    found = None
-    for k, v in items:
-        hit = _ptx_member(v, f"{path}.{k}" if path else str(k), depth + 1, reparsed)
-        if hit is not None:
-            found = hit
-    return found
-
-
-def _unwrap_json(answer: str) -> tuple[str, str]:
-    """A reply that is a JSON object (``{"ptx": "..."}``, bare or in a ```json fence; a tool
-    call ``{"name": …, "arguments": "{\\"ptx\\": …}"}``), as models asked for structured
-    output or trained on tool use write it: the last string member, at any depth, that
-    declares an entry, and a note. Anything else: unchanged."""
-    body = answer.strip()
-    if body.startswith("```"):
-        first_nl = body.find("\n")
-        if first_nl < 0 or not body[:first_nl].lower().strip("`~ ").startswith("json"):
-            return answer, ""
-        body = body[first_nl + 1 :].rstrip().rstrip("`~").strip()
-    if not (body.startswith("{") and body.endswith("}") and ".entry" in body):
-        return answer, ""
-    try:
-        obj = json.loads(body)
-    except (ValueError, RecursionError):  # deep nesting: the parser's recursion runs out
-        return answer, ""
-    if not isinstance(obj, dict):
-        return answer, ""
-    found = _ptx_member(obj, "")
-    if found is None:
-        return answer, ""
-    value, key = found
-    return value, f"the reply was a JSON object; took its {str(key)[:60]!r} member"
-
-
-_ESCAPED = re.compile(r'\\([nrt"\\/])')
-_ESCAPES = {"n": "\n", "r": "\n", "t": "\t", '"': '"', "\\": "\\", "/": "/"}
-
-
-def _decode_escapes(answer: str) -> str | None:
-    """A reply whose PTX has its line breaks written as the two characters '\\n' (a model or
-    a proxy that encoded the text twice): decoded, or None when the reply is not like that."""
-    if ".entry" not in answer or answer.count("\\n") < 3:
-        return None
-    return _ESCAPED.sub(lambda m: _ESCAPES[m.group(1)], answer)
-
-
 _REFUSAL = re.compile(
     r"(?i)\b(?:I(?:'|’)?m sorry|I am sorry|I (?:can(?:'|’)?t|cannot|won(?:'|’)?t|am unable to|"
     r"(?:'|’)m unable to|am not able to)|unable to (?:help|assist|comply)|as an AI)\b"
@@ -276,7 +204,7 @@ def _answer_text(reply: str | None) -> _Answer | Extraction:
     if "<|channel|>" not in text:  # harmony's own tokens are read by split_reasoning
         text, turn = first_turn(text)
     answer, reasoning = split_reasoning(text)
-    answer, unwrapped = _unwrap_json(answer)
+    answer, unwrapped = unwrap_json(answer)
     if unwrapped:
         answer = normalise(answer)
         too_much = _over_limits(answer)
@@ -369,7 +297,7 @@ def _extract_decoded(
     answer: _Answer, kernel: str | None, finish_reason: str | None, notes: list[str]
 ) -> Extraction | None:
     """The answer read again with its '\\n' escapes decoded, when that finds PTX; else None."""
-    decoded = _decode_escapes(answer.text)
+    decoded = decode_escapes(answer.text)
     if decoded is None:
         return None
     again = extract_ptx(decoded, kernel, finish_reason=finish_reason, _decoded=True)

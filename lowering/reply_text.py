@@ -1,6 +1,8 @@
 """A model's reply made plain text: line endings normalised, invisible characters removed,
 markdown block quotes and ``<pre><code>`` read as text and fences, and reasoning sections
-(``<think>``, ``<thinking>``, ``<reasoning>``, Harmony's analysis channel) set aside.
+(``<think>``, ``<thinking>``, ``<reasoning>``, Harmony's analysis channel) set aside; a reply
+that is a JSON object (or a tool call) unwrapped to its PTX member, and line breaks written as
+``\\n`` decoded.
 
 Stage 1 of reading a reply (``extract.py`` has the rules and runs the stages). Linear in the
 reply's size: each pass scans the text once with bounded patterns.
@@ -8,7 +10,9 @@ reply's size: each pass scans the text once with bounded patterns.
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Iterable
 
 from .reply_blocks import starts_ptx
 
@@ -162,3 +166,75 @@ def _split_think(text: str) -> tuple[str, str]:
         reasoning.append(text[body:close])
         pos = close + len(tag) + 3
     return "".join(answer), "\n\n".join(r.strip("\n") for r in reasoning if r.strip())
+
+
+def _ptx_member(value, path: str, depth: int = 0, reparsed: int = 0) -> tuple[str, str] | None:
+    """The last string under ``value`` that declares an entry, with its path; a string that
+    is itself a JSON object (a tool call's ``"arguments"``, which OpenAI-style tool calls
+    encode as a string) is read too. Bounded: a hostile nesting cannot recurse far, and a
+    string is parsed again at most twice."""
+    if depth > 12:
+        return None
+    if isinstance(value, str):
+        if ".entry" not in value:
+            return None
+        inner = value.strip()
+        if reparsed < 2 and inner.startswith("{") and inner.endswith("}"):
+            try:
+                found = _ptx_member(json.loads(inner), path, depth + 1, reparsed + 1)
+            except (ValueError, RecursionError):
+                found = None
+            if found is not None:
+                return found
+        return value, path
+    items: Iterable[tuple[object, object]]
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return None
+    found = None
+    for k, v in items:
+        hit = _ptx_member(v, f"{path}.{k}" if path else str(k), depth + 1, reparsed)
+        if hit is not None:
+            found = hit
+    return found
+
+
+def unwrap_json(answer: str) -> tuple[str, str]:
+    """A reply that is a JSON object (``{"ptx": "..."}``, bare or in a ```json fence; a tool
+    call ``{"name": …, "arguments": "{\\"ptx\\": …}"}``), as models asked for structured
+    output or trained on tool use write it: the last string member, at any depth, that
+    declares an entry, and a note. Anything else: unchanged."""
+    body = answer.strip()
+    if body.startswith("```"):
+        first_nl = body.find("\n")
+        if first_nl < 0 or not body[:first_nl].lower().strip("`~ ").startswith("json"):
+            return answer, ""
+        body = body[first_nl + 1 :].rstrip().rstrip("`~").strip()
+    if not (body.startswith("{") and body.endswith("}") and ".entry" in body):
+        return answer, ""
+    try:
+        obj = json.loads(body)
+    except (ValueError, RecursionError):  # deep nesting: the parser's recursion runs out
+        return answer, ""
+    if not isinstance(obj, dict):
+        return answer, ""
+    found = _ptx_member(obj, "")
+    if found is None:
+        return answer, ""
+    value, key = found
+    return value, f"the reply was a JSON object; took its {str(key)[:60]!r} member"
+
+
+_ESCAPED = re.compile(r'\\([nrt"\\/])')
+_ESCAPES = {"n": "\n", "r": "\n", "t": "\t", '"': '"', "\\": "\\", "/": "/"}
+
+
+def decode_escapes(answer: str) -> str | None:
+    """A reply whose PTX has its line breaks written as the two characters '\\n' (a model or
+    a proxy that encoded the text twice): decoded, or None when the reply is not like that."""
+    if ".entry" not in answer or answer.count("\\n") < 3:
+        return None
+    return _ESCAPED.sub(lambda m: _ESCAPES[m.group(1)], answer)
