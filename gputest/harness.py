@@ -17,6 +17,12 @@ is in harness_state.py, the inputs and the numpy reference in harness_inputs.py;
 ``Harness``: ``run`` over the sizes, ``run_case`` (inputs, poison, launch, reference, compare),
 and the timing methods (``_time_case``, ``_timed_runs``, ``_time``), which re-check correctness
 on every timed launch. Correctness and timing share the case state, so they are one class.
+
+Why this file is long: it is that one class, ``Harness``, and its methods share one case's
+state and invariants (poisoned outputs, guard bands, the start state every timed launch is
+restored to). The state and the inputs already live apart (harness_state.py,
+harness_inputs.py); splitting timing from correctness would put the re-check of every timed
+launch in another file than the check it repeats.
 """
 
 from __future__ import annotations

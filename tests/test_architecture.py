@@ -320,3 +320,42 @@ def test_the_room_sizes_table_is_current():
         or abs(written[room][1] - s["lines"]) > s["lines"] / 10
     ]
     assert not stale, f"room sizes changed: {stale}; {REGENERATE}"
+
+
+# ---- a long module says why, at its top -----------------------------------------------------
+# No module over LONG_MODULE lines without a reason written at its top: a paragraph of its
+# docstring that starts "Why this file is long:" and says it. Otherwise, split it along a seam.
+
+LONG_MODULE = 600
+REASON = "Why this file is long:"
+
+
+def long_without_a_reason(text: str) -> bool:
+    """A module text over LONG_MODULE lines whose docstring has no reason paragraph (one that
+    starts with REASON and goes on for at least a sentence)."""
+    if len(text.splitlines()) <= LONG_MODULE:
+        return False
+    doc = ast.get_docstring(ast.parse(text)) or ""
+    reasons = [p.strip() for p in doc.split("\n\n") if p.strip().startswith(REASON)]
+    return not any(len(p[len(REASON) :].split()) >= 8 for p in reasons)
+
+
+def test_every_long_module_says_why_at_its_top():
+    silent = [
+        f"{path.relative_to(ROOT)}: {len(path.read_text(encoding='utf-8').splitlines())} lines"
+        for path in MODULES.values()
+        if long_without_a_reason(path.read_text(encoding="utf-8"))
+    ]
+    assert silent == [], (
+        f"modules over {LONG_MODULE} lines: split each along a seam, or write a paragraph "
+        f"starting {REASON!r} in its docstring"
+    )
+
+
+def test_the_reason_check_finds_a_long_module_without_one():
+    body = "x = 1\n" * (LONG_MODULE + 1)
+    said = f'"""A module.\n\n{REASON} one class whose methods share one state and its rules."""\n'
+    assert long_without_a_reason('"""A module."""\n' + body)
+    assert long_without_a_reason(f'"""A module.\n\n{REASON} big."""\n' + body)  # no reason given
+    assert not long_without_a_reason(said + body)
+    assert not long_without_a_reason('"""A module."""\n' + "x = 1\n" * (LONG_MODULE - 1))
