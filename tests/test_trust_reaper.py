@@ -170,3 +170,35 @@ def test_an_unmarked_orphan_reparents_to_the_server_and_ends_at_its_exit(project
         server.notify("exit")
         assert server.proc.wait(timeout=10) == 0
     assert wait_for(lambda: not any(alive(p) for p in pids), 5)
+
+
+@pytest.mark.parametrize("then", ["exec sleep 600", "sleep 0.3; exit 0"])
+def test_an_unmarked_setsid_orphan_ends_when_the_server_is_killed(project, then):
+    """``env -i setsid sleep 1000`` sheds both the group and the mark; with the server SIGKILLed
+    nothing of the server runs at its exit. The watcher noted the server's descendants while the
+    tool ran (``reaper._WATCHER``) and, at the server's death, ends them and all below them:
+    with the tool still hung (``exec sleep 600``) and after the tool exited, the orphan then a
+    child of the server (the subreaper) that re-parented to init when the server died."""
+    tmp, survivors = project
+    nvcc, log = escaping_tool(tmp, "nvcc", then=then, clear_env=True)
+    cu = tmp / "k.cu"
+    server = RawServer(cwd=str(tmp))
+    try:
+        server.initialize(str(tmp), {"nvccPath": str(nvcc)})
+        server.open(cu.as_uri(), CU, language="cuda")
+        _show_ptx(server, cu.as_uri(), "k")
+        assert wait_for(lambda: bool(escaped(log)), 30), "nvcc never started"
+        pids = escaped(log)
+        survivors.extend(pids)
+        # the orphan is no child of the watcher, nor carries the mark: only the watcher's notes
+        # of the server's tree can find it (a scan every reaper.SCAN_EVERY_S while tools run)
+        time.sleep(0.6)
+        assert all(alive(p) for p in pids)
+        os.kill(server.proc.pid, signal.SIGKILL)
+        server.proc.wait(timeout=10)
+        assert wait_for(lambda: not any(alive(p) for p in pids), 5), [
+            (p, parent(p)) for p in pids if alive(p)
+        ]
+    finally:
+        if server.proc.poll() is None:
+            server.proc.kill()

@@ -22,7 +22,7 @@ session that no group kill reaches, and re-parents to init when the tool exits. 
 every process still marked with that run is killed (``kill_marked``, a read of
 ``/proc/*/environ``: about 1.5 ms for 100 processes); at the server's exit every process marked
 with the server's owner id is; and the watcher does the same sweep after the server was killed.
-Only a process that also empties its environment (``env -i``) escapes the mark.
+A process that also empties its environment (``env -i``) escapes the mark (see below).
 
 While the server runs it is also a *child subreaper* (``PR_SET_CHILD_SUBREAPER``, Linux): an
 orphan of a tool re-parents to the server, not to init, so at exit ``kill_descendants`` ends the
@@ -30,9 +30,28 @@ whole tree below the server — marked or not — except the watcher. (An unmark
 on its own while the server runs stays a zombie until the server exits: reaping it would need
 ``waitpid(-1)``, which would take the exit status of a tool ``subprocess`` is waiting for.)
 
-``PR_SET_PDEATHSIG`` is not used: it fires when the *thread* that forked the child ends, not the
-process (tools are started from worker threads), and setting it needs ``preexec_fn``, which is
-not safe in a threaded server. The watcher covers a killed server instead.
+A *killed* server runs none of that, and a process that left both the group and the mark
+(``env -i setsid sleep 1000 &``) is then found only by its place in the process tree — which the
+server's death breaks: its children re-parent to init. So while any tool or worker is registered
+(or a descendant it noted still lives), the watcher notes the server's descendants every
+``SCAN_EVERY_S`` (0.1 s) with their start times, from the kernel's per-thread child lists
+(``/proc/PID/task/TID/children``: well under a millisecond; where that file is missing, a walk
+of all of ``/proc`` every second, 10-20 ms on a busy machine); idle, it only waits on the pipe.
+When the pipe closes it stops (SIGSTOP: a stopped process cannot fork) everything it noted that
+still runs with the same start time, everything in a registered group, and everything below
+those, looks again until nothing new appears, then SIGKILLs them all
+(tests/test_trust_reaper.py: a hung tool's and an exited tool's ``env -i setsid`` child, the
+server SIGKILLed). What stays out of reach, and why: a process that both sheds the mark and is
+started *and* orphaned within the last 0.1 s before the server dies (started after the last
+note, its parent gone before the watcher looks; only a cgroup or a PID namespace would hold it,
+and neither is available to an unprivileged editor process everywhere); and a process that
+leaves the server's tree *and* clears its environment on a system without ``/proc``.
+
+Not used: making the watcher the subreaper (orphans re-parent only to a subreaper *ancestor*;
+the watcher is the server's child, and the editor starts and kills the server itself); and
+``PR_SET_PDEATHSIG``, which fires when the *thread* that forked the child ends, not the process
+(tools are started from worker threads), and needs ``preexec_fn``, not safe in a threaded
+server.
 """
 
 from __future__ import annotations
@@ -54,24 +73,122 @@ from .isolated import private_cwd
 OWNER_VAR = "PTXLS_OWNED_BY"
 
 _WATCHER = r"""
-import os, signal, sys, time
+import os, select, signal, sys, time
 owner = ("\0%s=%s." % (sys.argv[1], sys.argv[2])).encode() if len(sys.argv) > 2 else None
+server = int(sys.argv[3]) if len(sys.argv) > 3 else os.getppid()
+every = float(sys.argv[4]) if len(sys.argv) > 4 else 0.1
+me = os.getpid()
 for s in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
     signal.signal(s, signal.SIG_IGN)
-groups, pids = set(), set()
-for line in sys.stdin.buffer:
-    op, _, arg = line.decode("ascii", "replace").strip().partition(" ")
+
+def stat(pid):  # (ppid, pgid, start time) or None
     try:
-        n = int(arg)
-    except ValueError:
-        continue
-    {"+g": groups.add, "-g": groups.discard, "+p": pids.add, "-p": pids.discard}.get(op, id)(n)
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            rest = f.read().rsplit(b")", 1)[1].split()
+        return int(rest[1]), int(rest[2]), int(rest[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+def table():  # pid -> (ppid, pgid, start time), every process we can see
+    out = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            st = stat(int(name))
+            if st:
+                out[int(name)] = st
+    return out
+
+def below(procs, roots):  # roots and every process under them, by parent links
+    kids = {}
+    for pid, (ppid, _, _) in procs.items():
+        kids.setdefault(ppid, []).append(pid)
+    out, todo = set(), list(roots)
+    while todo:
+        for k in kids.get(todo.pop(), ()):
+            if k not in out and k != me:
+                out.add(k)
+                todo.append(k)
+    return out | {r for r in roots if r in procs and r != me}
+
+def kids(pid):  # from the kernel's per-thread child lists: no walk of all of /proc
+    out = []
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open("/proc/%d/task/%s/children" % (pid, tid), "rb") as f:
+                out += [int(x) for x in f.read().split()]
+        except (OSError, ValueError):
+            pass
+    return out
+
+def under_server():  # pid -> start time of each process below the server now
+    if not cheap:
+        procs = table()
+        return {p: procs[p][2] for p in below(procs, [server])}
+    out, todo = {}, [server]
+    while todo:
+        for k in kids(todo.pop()):
+            st = stat(k) if k != me and k not in out else None
+            if st:
+                out[k] = st[2]
+                todo.append(k)
+    return out
+
+cheap = os.path.exists("/proc/%d/task/%d/children" % (me, me))
+every = every if cheap else max(every, 1.0)  # a walk of all of /proc costs 10-20 ms
+groups, pids, seen = set(), set(), {}  # seen: pid -> start time of the server's descendants
+fd, buf, last = sys.stdin.fileno(), b"", 0.0
+while True:
+    busy = groups or pids or seen
+    ready, _, _ = select.select([fd], [], [], every if busy else None)
+    if ready:
+        data = os.read(fd, 65536)
+        if not data:
+            break
+        buf += data
+        *lines, buf = buf.split(b"\n")
+        for line in lines:
+            op, _, arg = line.decode("ascii", "replace").strip().partition(" ")
+            try:
+                n = int(arg)
+            except ValueError:
+                continue
+            {"+g": groups.add, "-g": groups.discard, "+p": pids.add, "-p": pids.discard}.get(op, id)(n)
+    if (groups or pids or seen) and time.monotonic() - last >= every:
+        last = time.monotonic()
+        alive = {p: t for p, t in seen.items() if (stat(p) or (0, 0, None))[2] == t}
+        seen = under_server() | alive
+
+# The server is gone. Its descendants re-parented (to init, or a subreaper above it), but what
+# they started still hangs below them: everything under what we saw, under the registered
+# groups and pids, is stopped (a stopped process cannot fork), looked for again, then killed.
+victims, stopped = set(), set()
+for _ in range(20):
+    procs = table()
+    roots = [p for p, t in seen.items() if p in procs and procs[p][2] == t]
+    roots += [p for p, st in procs.items() if st[1] in groups] + [p for p in pids if p in procs]
+    new = below(procs, roots) | set(roots)
+    new.discard(me)
+    victims |= {p for p in new if p in procs}
+    fresh = [p for p in victims if p not in stopped]
+    if not fresh:
+        break
+    for p in fresh:
+        stopped.add(p)
+        try:
+            os.kill(p, signal.SIGSTOP)
+        except OSError:
+            pass
+    seen.update({p: procs[p][2] for p in fresh if p in procs})
 for g in groups:
     try:
         os.killpg(g, signal.SIGKILL)
     except OSError:
         pass
-for p in pids:
+for p in victims | pids:
     try:
         os.kill(p, signal.SIGKILL)
     except OSError:
@@ -79,7 +196,7 @@ for p in pids:
 for _ in range(3 if owner else 0):  # the marked processes (a tool's setsid'd children)
     found = 0
     for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
+        if not name.isdigit() or int(name) == me:
             continue
         try:
             with open("/proc/%s/environ" % name, "rb") as f:
@@ -99,6 +216,8 @@ _runs = itertools.count(1)
 _owner: tuple[int, str] | None = None  # (pid, id): a forked child gets an id of its own
 
 PR_SET_CHILD_SUBREAPER = 36
+# While a tool runs, how often the watcher notes the server's descendants (a /proc walk).
+SCAN_EVERY_S = 0.1
 
 
 def owner_id() -> str:
@@ -234,7 +353,8 @@ def enable() -> int | None:
             return _proc.pid
         try:
             _proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", "-c", _WATCHER, OWNER_VAR, owner_id()],
+                [sys.executable, "-I", "-S", "-c", _WATCHER]
+                + [OWNER_VAR, owner_id(), str(os.getpid()), str(SCAN_EVERY_S)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
