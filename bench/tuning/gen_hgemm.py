@@ -21,6 +21,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from generated import cli
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 LIB = ROOT / "fewshot/kernels/hgemm_mma"
@@ -208,12 +210,17 @@ def cuda() -> str:
     return text
 
 
-if __name__ == "__main__":
+def made() -> dict[str, str]:
     stem = "hgemm_mma_vdb"
-    (HERE / f"{stem}.ptx").write_text(splice())
-    (HERE / f"{stem}.cu").write_text(cuda())
     s = json.loads((LIB / "spec.json").read_text())
     s["reference"] = f"{stem}.cu"
     s["origin"] = [f"bench/tuning/{stem}.spec.json"]
-    (HERE / f"{stem}.spec.json").write_text(json.dumps(s, indent=2) + "\n")
-    print(stem)
+    return {
+        f"{stem}.ptx": splice(),
+        f"{stem}.cu": cuda(),
+        f"{stem}.spec.json": json.dumps(s, indent=2) + "\n",
+    }
+
+
+if __name__ == "__main__":
+    raise SystemExit(cli(made, "the hgemm_mma tuning candidate"))

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from generated import cli
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -263,11 +265,15 @@ def spec(threads: int, max_grid: int, stem: str) -> dict:
 # 32 KB of bins per block: 6 blocks of 256 threads or 4 of 512 per SM on the H200 (132 SMs)
 CANDIDATES = {"histogram256_v32x256": (256, 792), "histogram256_v32x512": (512, 528)}
 
-if __name__ == "__main__":
+
+def made() -> dict[str, str]:
+    out = {}
     for stem, (threads, grid) in CANDIDATES.items():
-        (HERE / f"{stem}.ptx").write_text(ptx(threads, grid))
-        (HERE / f"{stem}.cu").write_text(cuda(threads, grid))
-        (HERE / f"{stem}.spec.json").write_text(
-            json.dumps(spec(threads, grid, stem), indent=2) + "\n"
-        )
-        print(stem)
+        out[f"{stem}.ptx"] = ptx(threads, grid)
+        out[f"{stem}.cu"] = cuda(threads, grid)
+        out[f"{stem}.spec.json"] = json.dumps(spec(threads, grid, stem), indent=2) + "\n"
+    return out
+
+
+if __name__ == "__main__":
+    raise SystemExit(cli(made, "the histogram256 tuning candidates"))
