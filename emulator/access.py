@@ -186,8 +186,7 @@ def load(w, space: str, addr, dt, n: int, sel, pc: int) -> list[np.ndarray]:
                 out[k][good] = mem.gather(addr[good] + np.uint64(k * size), dt)
             return out
         if n > 1:
-            rows = mem.gather_vec(addr, dt, n)  # aligned (checked above): one gather
-            return [rows[:, k] for k in range(n)]
+            return mem.gather_cols(addr, dt, n)  # aligned (checked above)
         return [mem.gather(addr, dt, aligned=True)]
     area, limit = _area(w, space)
     off = addr
@@ -347,7 +346,7 @@ def store(w, space: str, addr, values: list, sel, pc: int) -> None:
             addr = addr[good]
             vals = [v[good] for v in vals]
         if n > 1:  # aligned (misaligned lanes were dropped above): one scatter of whole vectors
-            w.memory.scatter_vec(addr, np.stack(vals, axis=1))
+            w.memory.scatter_cols(addr, vals)
         else:
             for k in range(n):  # scalar stores (misaligned lanes were dropped above)
                 w.memory.scatter(addr + np.uint64(k * size), vals[k], aligned=True)

@@ -171,6 +171,11 @@ class Memory:
         Accesses reaching here are aligned to their size (checked before)."""
         if self.unwritten is None or addr.size == 0:
             return None
+        if size == 16:  # two 8-byte words of flags per lane (1-D: a [n, 2] row gather is slow)
+            w8 = self.unwritten.view(np.uint64)
+            i = _index(addr, 8)
+            bad = (w8.take(i) | w8.take(i + 1)) != 0
+            return bad if bad.any() else None
         words = self._unwritten_words(size)
         if words is not None:
             hit = words[_index(addr, size)]
@@ -184,6 +189,12 @@ class Memory:
 
     def wrote(self, addr: np.ndarray, size: int) -> None:
         if self.unwritten is None or addr.size == 0:
+            return
+        if size == 16:
+            w8 = self.unwritten.view(np.uint64)
+            i = _index(addr, 8)
+            w8[i] = 0
+            w8[i + 1] = 0
             return
         words = self._unwritten_words(size)
         if words is not None:
@@ -272,6 +283,23 @@ class Memory:
         width = dt.itemsize * n
         rows = self.data.view(dt).reshape(-1, n)
         return rows[_index(addr, width)]
+
+    def gather_cols(self, addr: np.ndarray, dt, n: int) -> list[np.ndarray]:
+        """gather_vec's values as n arrays (element k of each lane's vector): 1-D gathers, not
+        a row gather of [lanes, n] (numpy runs that with an n-long inner loop)."""
+        dt = np.dtype(dt)
+        view = self.data.view(dt)
+        i = _index(addr, dt.itemsize)
+        return [view.take(i + k if k else i) for k in range(n)]
+
+    def scatter_cols(self, addr: np.ndarray, values: list[np.ndarray]) -> None:
+        """scatter_vec of values given as n arrays (element k of each lane's vector), all of
+        one type, to addresses aligned to the vector's bytes."""
+        dt = values[0].dtype
+        view = self.data.view(dt)
+        i = _index(addr, dt.itemsize)
+        for k, v in enumerate(values):
+            view[i + k if k else i] = v
 
     def scatter_vec(self, addr: np.ndarray, values: np.ndarray) -> None:
         """values [lanes, n] to addresses aligned to the vector's bytes."""

@@ -4,13 +4,11 @@ have arrived, then exchanges values among the lanes that run it together."""
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from . import values as V
-from .decode import Pair
-from .ops_common import handler, last_type, refuse
+from .decode import Imm, Pair
+from .ops_common import handler, last_type, refuse, specializer
 
 
 def sync_wait(w, ins, sel, pc, mask_op) -> np.ndarray:
@@ -25,11 +23,19 @@ def sync_wait(w, ins, sel, pc, mask_op) -> np.ndarray:
 
 def whole_warps(w, idx) -> bool:
     """idx (sorted, unique) is made of complete warps, each its 32 lanes in order: then lane k
-    of row r is idx[32 r + k] and nothing needs laying out."""
+    of row r is idx[32 r + k] and nothing needs laying out. (Asked twice per step, by
+    warp_ready and the instruction: the last answer is kept with the group it was for.)"""
     if idx.size == 0 or idx.size % 32 or w.block_threads % 32:
         return False
+    if idx is w.all_idx:
+        return True
+    last = w.whole_warps_last
+    if last is not None and last[0] is idx:
+        return last[1]
     rows = idx.reshape(-1, 32)
-    return bool(not (rows[:, 0] % 32).any() and (rows[:, 31] - rows[:, 0] == 31).all())
+    ok = bool(not (rows[:, 0] % 32).any() and (rows[:, 31] - rows[:, 0] == 31).all())
+    w.whole_warps_last = (idx, ok)
+    return ok
 
 
 def _lane_table(w, idx, vals, fill=0):
@@ -59,11 +65,19 @@ def _lane_table(w, idx, vals, fill=0):
     return table, present, row, lane
 
 
-@functools.lru_cache(maxsize=256)
-def _permutation(mode: str, b: int, c: int, nw: int) -> tuple[np.ndarray, np.ndarray]:
+def _permutation(w, mode: str, b: int, c: int, nw: int) -> tuple[np.ndarray, np.ndarray]:
     """(source position, predicate) of each lane of nw whole warps laid out one after another,
-    for one b and c: _shfl's rule below, worked out on one warp's lanes (a flat index: a
-    gather of [warps, 32] rows by a lane array costs several times more in numpy)."""
+    for one b and c (kept by the wave: a kernel uses a few): a flat index, as a gather of
+    [warps, 32] rows by a lane array costs several times more in numpy."""
+    key = (mode, b, c, nw)
+    got = w.lane_cache.get(key)
+    if got is None:
+        got = w.lane_cache[key] = _lanes(mode, b, c, nw)
+    return got
+
+
+def _lanes(mode: str, b: int, c: int, nw: int) -> tuple[np.ndarray, np.ndarray]:
+    """_shfl's rule below, worked out on one warp's lanes and laid out for nw warps."""
     lane = np.arange(32, dtype=np.int64)
     clamp = c & 0x1F
     segmask = (c >> 8) & 0x1F
@@ -111,7 +125,7 @@ def _shfl(w, ins, sel, pc):
     if b0.ndim == 0 and c0.ndim == 0 and whole_warps(w, ready):
         # every warp whole and one lane/clamp for all: the same lane permutation in each warp
         nw = ready.size // 32
-        src, ok = _permutation(mode, int(b0), int(c0), nw)
+        src, ok = _permutation(w, mode, int(b0), int(c0), nw)
         w.put(dst, a0 if a0.ndim == 0 else a0.take(src), "b32", rsel)
         if pred_out is not None:
             w.put(pred_out, ok, "pred", rsel)
@@ -142,6 +156,37 @@ def _shfl(w, ins, sel, pc):
     if pred_out is not None:
         w.put(pred_out, ok, "pred", rsel)
     return [(pc + 1, ready)]
+
+
+@specializer("shfl")
+def _specialize_shfl(ins):
+    """shfl.sync with an immediate lane, clamp and a full member mask (what compilers emit):
+    when the group is whole warps, every lane may run (warp_ready's first case) and the
+    exchange is the cached permutation; otherwise _shfl."""
+    mode = next((m for m in ins.mods if m in ("up", "down", "bfly", "idx")), None)
+    ops = ins.operands
+    if "sync" not in ins.mods or mode is None or len(ops) < 5:
+        return None
+    if not all(type(o) is Imm for o in ops[2:5]):
+        return None
+    if int(V.imm_value(ops[4], "u32")) & 0xFFFFFFFF != 0xFFFFFFFF:
+        return None
+    b, c = int(V.imm_value(ops[2], "u32")), int(V.imm_value(ops[3], "u32"))
+    dst, pred_out = (ops[0].first, ops[0].second) if type(ops[0]) is Pair else (ops[0], None)
+    src_op = ops[1]
+
+    def run(w, ins, sel, pc):
+        idx = w.idx(sel)
+        if w.sched.forced_sync == pc or not whole_warps(w, idx):
+            return _shfl(w, ins, sel, pc)
+        src, ok = _permutation(w, mode, b, c, idx.size // 32)
+        a = np.asarray(w.get(src_op, "b32", sel, pc))
+        w.put(dst, a if a.ndim == 0 else a.take(src), "b32", sel)
+        if pred_out is not None:
+            w.put(pred_out, ok, "pred", sel)
+        return [(pc + 1, idx)]
+
+    return run
 
 
 @handler("vote")

@@ -66,6 +66,8 @@ class Wave:
         self.coalesced = False  # the step's global access ran as one slice (its cost)
         self.pending_undefined = None  # (threads, pc, where) of the last load of unwritten shared
         self.undefined_origin: dict[int, tuple[int, str]] = {}
+        self.lane_cache: dict[tuple, Any] = {}  # ops_warp: shuffle permutations by lane/clamp
+        self.whole_warps_last: tuple[np.ndarray, bool] | None = None  # ops_warp.whole_warps
 
     def mark_undefined(self, op, threads: np.ndarray, pc: int, where: str) -> None:
         """The register's value on these threads came from never-written shared memory: a
