@@ -347,6 +347,94 @@ def _add_and_store(c: int) -> list[str]:
     return L
 
 
+# ---- the CUDA blocks the families' references share -------------------------------------------
+
+# A tile's status word: flag and value packed in 64 bits, published and read relaxed.
+_CUDA_STATUS_WORDS = """__device__ __forceinline__ unsigned long long pack(unsigned long long flag, float v) {
+    return (flag << 32) | __float_as_uint(v);
+}
+
+// flag and value travel in one 64-bit word: a reader sees both or neither
+__device__ __forceinline__ void publish(unsigned long long* word, unsigned long long v) {
+    cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(*word).store(
+        v, cuda::memory_order_relaxed);
+}
+
+__device__ __forceinline__ unsigned long long peek(unsigned long long* word) {
+    return cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(*word).load(
+        cuda::memory_order_relaxed);
+}
+"""
+
+
+def _cuda_far_window(wl: int) -> str:
+    """wl 2: each lane also reads the status word 32 tiles further back (a window of 64)."""
+    if wl != 2:
+        return ""
+    return """
+                unsigned long long word1 = pack(FLAG_PREFIX, 0.0f);
+                if (!prefix_lanes) {  // the far 32 matter only without a near prefix
+                    do {
+                        word1 = t - 32 >= 0 ? peek(&status[t - 32]) : pack(FLAG_PREFIX, 0.0f);
+                    } while (__any_sync(0xffffffffu, (word1 >> 32) == 0));
+                }
+                unsigned far_lanes = prefix_lanes ? 0u : __ballot_sync(0xffffffffu, (word1 >> 32) == FLAG_PREFIX);
+                int stop1 = prefix_lanes ? -1 : far_lanes ? __ffs(far_lanes) - 1 : 31;
+                val += lane <= stop1 ? __uint_as_float((unsigned)word1) : 0.0f;
+                prefix_lanes |= far_lanes;"""
+
+
+def _cuda_load_and_warp_scan(c: int) -> str:
+    """The tiles and early references: a thread's C chunks loaded (zero past n) and scanned,
+    the chunk sums scanned across the warp: before[j] and the warp's total (warp_running)."""
+    return f"""    // load: thread holds v[j][0..3] = x[base + j*128 + lane*4 .. +3], zero past n
+    float v[CHUNKS][4];
+    const long long base = tile_base + warp * (CHUNKS * 128) + lane * 4;
+#pragma unroll
+    for (int j = 0; j < CHUNKS; ++j) {{
+        long long i = base + j * 128;
+        if (i + 3 < n) {{
+            float4 q = __ldg(reinterpret_cast<const float4*>(x + i));
+            v[j][0] = q.x; v[j][1] = q.y; v[j][2] = q.z; v[j][3] = q.w;
+        }} else {{
+#pragma unroll
+            for (int k = 0; k < 4; ++k) v[j][k] = (i + k < n) ? __ldg(x + i + k) : 0.0f;
+        }}
+    }}
+    // scan within the thread's four elements of each chunk
+#pragma unroll
+    for (int j = 0; j < CHUNKS; ++j) {{
+        v[j][1] += v[j][0]; v[j][2] += v[j][1]; v[j][3] += v[j][2];
+    }}
+    // inclusive scan of the per-thread sums across the warp, per chunk
+    float incl[CHUNKS];
+#pragma unroll
+    for (int j = 0; j < CHUNKS; ++j) incl[j] = v[j][3];
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {{
+#pragma unroll
+        for (int j = 0; j < CHUNKS; ++j) {{
+            float t = __shfl_up_sync(0xffffffffu, incl[j], d);
+            if (lane >= d) incl[j] += t;
+        }}
+    }}
+    // what comes before this thread's elements inside the warp's {c * 128}
+    float before[CHUNKS], chunk_total[CHUNKS];
+#pragma unroll
+    for (int j = 0; j < CHUNKS; ++j) {{
+        float up = __shfl_up_sync(0xffffffffu, incl[j], 1);
+        before[j] = lane == 0 ? 0.0f : up;
+        chunk_total[j] = __shfl_sync(0xffffffffu, incl[j], 31);
+    }}
+    float warp_running = 0.0f;
+#pragma unroll
+    for (int j = 0; j < CHUNKS; ++j) {{
+        before[j] += warp_running;
+        warp_running += chunk_total[j];
+    }}
+"""
+
+
 # ---- the families' PTX and CUDA --------------------------------------------------------------
 
 
@@ -493,19 +581,7 @@ PREFIX_KNOWN:
 def _tiles_cuda(v: Variant) -> str:
     nw, c, wl, minb = v.nw, v.c, v.wl, v.minb
     threads, tile = nw * 32, nw * c * 128
-    far = ""
-    if wl == 2:
-        far = """
-                unsigned long long word1 = pack(FLAG_PREFIX, 0.0f);
-                if (!prefix_lanes) {  // the far 32 matter only without a near prefix
-                    do {
-                        word1 = t - 32 >= 0 ? peek(&status[t - 32]) : pack(FLAG_PREFIX, 0.0f);
-                    } while (__any_sync(0xffffffffu, (word1 >> 32) == 0));
-                }
-                unsigned far_lanes = prefix_lanes ? 0u : __ballot_sync(0xffffffffu, (word1 >> 32) == FLAG_PREFIX);
-                int stop1 = prefix_lanes ? -1 : far_lanes ? __ffs(far_lanes) - 1 : 31;
-                val += lane <= stop1 ? __uint_as_float((unsigned)word1) : 0.0f;
-                prefix_lanes |= far_lanes;"""
+    far = _cuda_far_window(wl)
     return f"""// Inclusive prefix sum y[i] = x[0] + ... + x[i] of float32, in ONE pass over memory: a
 // single-pass scan with decoupled look-back (Merrill & Garland 2016, the algorithm of CUB's
 // DeviceScan), the same algorithm as kernel.ptx written as idiomatic CUDA.
@@ -526,21 +602,7 @@ def _tiles_cuda(v: Variant) -> str:
 #define FLAG_AGGREGATE 1ull
 #define FLAG_PREFIX 2ull
 
-__device__ __forceinline__ unsigned long long pack(unsigned long long flag, float v) {{
-    return (flag << 32) | __float_as_uint(v);
-}}
-
-// flag and value travel in one 64-bit word: a reader sees both or neither
-__device__ __forceinline__ void publish(unsigned long long* word, unsigned long long v) {{
-    cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(*word).store(
-        v, cuda::memory_order_relaxed);
-}}
-
-__device__ __forceinline__ unsigned long long peek(unsigned long long* word) {{
-    return cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(*word).load(
-        cuda::memory_order_relaxed);
-}}
-
+{_CUDA_STATUS_WORDS}
 __global__ void __launch_bounds__(THREADS, {minb}) scan_inclusive(const float* x, float* y,
                                                           unsigned long long* state, int n) {{
     __shared__ int tile_s;
@@ -554,52 +616,7 @@ __global__ void __launch_bounds__(THREADS, {minb}) scan_inclusive(const float* x
     if (tile_base >= n) return;
     unsigned long long* status = state + 1;
 
-    // load: thread holds v[j][0..3] = x[base + j*128 + lane*4 .. +3], zero past n
-    float v[CHUNKS][4];
-    const long long base = tile_base + warp * (CHUNKS * 128) + lane * 4;
-#pragma unroll
-    for (int j = 0; j < CHUNKS; ++j) {{
-        long long i = base + j * 128;
-        if (i + 3 < n) {{
-            float4 q = __ldg(reinterpret_cast<const float4*>(x + i));
-            v[j][0] = q.x; v[j][1] = q.y; v[j][2] = q.z; v[j][3] = q.w;
-        }} else {{
-#pragma unroll
-            for (int k = 0; k < 4; ++k) v[j][k] = (i + k < n) ? __ldg(x + i + k) : 0.0f;
-        }}
-    }}
-    // scan within the thread's four elements of each chunk
-#pragma unroll
-    for (int j = 0; j < CHUNKS; ++j) {{
-        v[j][1] += v[j][0]; v[j][2] += v[j][1]; v[j][3] += v[j][2];
-    }}
-    // inclusive scan of the per-thread sums across the warp, per chunk
-    float incl[CHUNKS];
-#pragma unroll
-    for (int j = 0; j < CHUNKS; ++j) incl[j] = v[j][3];
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {{
-#pragma unroll
-        for (int j = 0; j < CHUNKS; ++j) {{
-            float t = __shfl_up_sync(0xffffffffu, incl[j], d);
-            if (lane >= d) incl[j] += t;
-        }}
-    }}
-    // what comes before this thread's elements inside the warp's {c * 128}
-    float before[CHUNKS], chunk_total[CHUNKS];
-#pragma unroll
-    for (int j = 0; j < CHUNKS; ++j) {{
-        float up = __shfl_up_sync(0xffffffffu, incl[j], 1);
-        before[j] = lane == 0 ? 0.0f : up;
-        chunk_total[j] = __shfl_sync(0xffffffffu, incl[j], 31);
-    }}
-    float warp_running = 0.0f;
-#pragma unroll
-    for (int j = 0; j < CHUNKS; ++j) {{
-        before[j] += warp_running;
-        warp_running += chunk_total[j];
-    }}
-    if (lane == 0) warp_total_s[warp] = warp_running;
+{_cuda_load_and_warp_scan(c)}    if (lane == 0) warp_total_s[warp] = warp_running;
     __syncthreads();
     // every thread adds the warp totals in the same order: the same tile total everywhere
     float warp_before = 0.0f, tile_total = 0.0f;
@@ -846,19 +863,7 @@ def _early_cuda(v: Variant) -> str:
     nw, c, wl, minb = v.nw, v.c, v.wl, v.minb
     threads, tile = nw * 32, nw * c * 128
     all_threads = threads + 32
-    far = ""
-    if wl == 2:
-        far = """
-                unsigned long long word1 = pack(FLAG_PREFIX, 0.0f);
-                if (!prefix_lanes) {  // the far 32 matter only without a near prefix
-                    do {
-                        word1 = t - 32 >= 0 ? peek(&status[t - 32]) : pack(FLAG_PREFIX, 0.0f);
-                    } while (__any_sync(0xffffffffu, (word1 >> 32) == 0));
-                }
-                unsigned far_lanes = prefix_lanes ? 0u : __ballot_sync(0xffffffffu, (word1 >> 32) == FLAG_PREFIX);
-                int stop1 = prefix_lanes ? -1 : far_lanes ? __ffs(far_lanes) - 1 : 31;
-                val += lane <= stop1 ? __uint_as_float((unsigned)word1) : 0.0f;
-                prefix_lanes |= far_lanes;"""
+    far = _cuda_far_window(wl)
     return f"""// Inclusive prefix sum y[i] = x[0] + ... + x[i] of float32, in ONE pass over memory: a
 // single-pass scan with decoupled look-back (Merrill & Garland 2016, the algorithm of CUB's
 // DeviceScan), the same algorithm as kernel.ptx written as idiomatic CUDA.
@@ -881,21 +886,7 @@ def _early_cuda(v: Variant) -> str:
 #define FLAG_AGGREGATE 1ull
 #define FLAG_PREFIX 2ull
 
-__device__ __forceinline__ unsigned long long pack(unsigned long long flag, float v) {{
-    return (flag << 32) | __float_as_uint(v);
-}}
-
-// flag and value travel in one 64-bit word: a reader sees both or neither
-__device__ __forceinline__ void publish(unsigned long long* word, unsigned long long v) {{
-    cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(*word).store(
-        v, cuda::memory_order_relaxed);
-}}
-
-__device__ __forceinline__ unsigned long long peek(unsigned long long* word) {{
-    return cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(*word).load(
-        cuda::memory_order_relaxed);
-}}
-
+{_CUDA_STATUS_WORDS}
 __global__ void __launch_bounds__(ALL_THREADS, {minb}) scan_inclusive(const float* x, float* y,
                                                           unsigned long long* state, int n) {{
     __shared__ int tile_s;
@@ -954,52 +945,7 @@ __global__ void __launch_bounds__(ALL_THREADS, {minb}) scan_inclusive(const floa
         return;
     }}
 
-    // load: thread holds v[j][0..3] = x[base + j*128 + lane*4 .. +3], zero past n
-    float v[CHUNKS][4];
-    const long long base = tile_base + warp * (CHUNKS * 128) + lane * 4;
-#pragma unroll
-    for (int j = 0; j < CHUNKS; ++j) {{
-        long long i = base + j * 128;
-        if (i + 3 < n) {{
-            float4 q = __ldg(reinterpret_cast<const float4*>(x + i));
-            v[j][0] = q.x; v[j][1] = q.y; v[j][2] = q.z; v[j][3] = q.w;
-        }} else {{
-#pragma unroll
-            for (int k = 0; k < 4; ++k) v[j][k] = (i + k < n) ? __ldg(x + i + k) : 0.0f;
-        }}
-    }}
-    // scan within the thread's four elements of each chunk
-#pragma unroll
-    for (int j = 0; j < CHUNKS; ++j) {{
-        v[j][1] += v[j][0]; v[j][2] += v[j][1]; v[j][3] += v[j][2];
-    }}
-    // inclusive scan of the per-thread sums across the warp, per chunk
-    float incl[CHUNKS];
-#pragma unroll
-    for (int j = 0; j < CHUNKS; ++j) incl[j] = v[j][3];
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {{
-#pragma unroll
-        for (int j = 0; j < CHUNKS; ++j) {{
-            float t = __shfl_up_sync(0xffffffffu, incl[j], d);
-            if (lane >= d) incl[j] += t;
-        }}
-    }}
-    // what comes before this thread's elements inside the warp's {c * 128}
-    float before[CHUNKS], chunk_total[CHUNKS];
-#pragma unroll
-    for (int j = 0; j < CHUNKS; ++j) {{
-        float up = __shfl_up_sync(0xffffffffu, incl[j], 1);
-        before[j] = lane == 0 ? 0.0f : up;
-        chunk_total[j] = __shfl_sync(0xffffffffu, incl[j], 31);
-    }}
-    float warp_running = 0.0f;
-#pragma unroll
-    for (int j = 0; j < CHUNKS; ++j) {{
-        before[j] += warp_running;
-        warp_running += chunk_total[j];
-    }}
-    if (lane == 0) warp_total_s[warp] = warp_running;
+{_cuda_load_and_warp_scan(c)}    if (lane == 0) warp_total_s[warp] = warp_running;
     asm volatile("bar.sync 1, %0;" ::"n"(THREADS));  // the data warps only
     // every thread adds the warp totals in the same order: the same tile total everywhere
     float warp_before = 0.0f, tile_total = 0.0f;
@@ -1279,19 +1225,7 @@ DONE:
 def _pipe_cuda(v: Variant) -> str:
     nw, c, wl, minb = v.nw, v.c, v.wl, v.minb
     threads, tile = nw * 32, nw * c * 128
-    far = ""
-    if wl == 2:
-        far = """
-                unsigned long long word1 = pack(FLAG_PREFIX, 0.0f);
-                if (!prefix_lanes) {  // the far 32 matter only without a near prefix
-                    do {
-                        word1 = t - 32 >= 0 ? peek(&status[t - 32]) : pack(FLAG_PREFIX, 0.0f);
-                    } while (__any_sync(0xffffffffu, (word1 >> 32) == 0));
-                }
-                unsigned far_lanes = prefix_lanes ? 0u : __ballot_sync(0xffffffffu, (word1 >> 32) == FLAG_PREFIX);
-                int stop1 = prefix_lanes ? -1 : far_lanes ? __ffs(far_lanes) - 1 : 31;
-                val += lane <= stop1 ? __uint_as_float((unsigned)word1) : 0.0f;
-                prefix_lanes |= far_lanes;"""
+    far = _cuda_far_window(wl)
     return f"""// Inclusive prefix sum y[i] = x[0] + ... + x[i] of float32, in ONE pass over memory: a
 // single-pass scan with decoupled look-back (Merrill & Garland 2016, the algorithm of CUB's
 // DeviceScan), the same algorithm as kernel.ptx written as idiomatic CUDA.
@@ -1316,21 +1250,7 @@ def _pipe_cuda(v: Variant) -> str:
 #define FLAG_AGGREGATE 1ull
 #define FLAG_PREFIX 2ull
 
-__device__ __forceinline__ unsigned long long pack(unsigned long long flag, float v) {{
-    return (flag << 32) | __float_as_uint(v);
-}}
-
-// flag and value travel in one 64-bit word: a reader sees both or neither
-__device__ __forceinline__ void publish(unsigned long long* word, unsigned long long v) {{
-    cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(*word).store(
-        v, cuda::memory_order_relaxed);
-}}
-
-__device__ __forceinline__ unsigned long long peek(unsigned long long* word) {{
-    return cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(*word).load(
-        cuda::memory_order_relaxed);
-}}
-
+{_CUDA_STATUS_WORDS}
 // this thread's CHUNKS 16-byte pieces of the tile starting at element `start` into its stage
 // `dst` (one commit group); `first` = start + this thread's first element in a tile
 __device__ __forceinline__ void issue(float4* dst, const float* x, long long start, int toff, int n) {{
@@ -1758,21 +1678,7 @@ def _smem_cuda(v: Variant) -> str:
 #define FLAG_AGGREGATE 1ull
 #define FLAG_PREFIX 2ull
 
-__device__ __forceinline__ unsigned long long pack(unsigned long long flag, float v) {{
-    return (flag << 32) | __float_as_uint(v);
-}}
-
-// flag and value travel in one 64-bit word: a reader sees both or neither
-__device__ __forceinline__ void publish(unsigned long long* word, unsigned long long v) {{
-    cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(*word).store(
-        v, cuda::memory_order_relaxed);
-}}
-
-__device__ __forceinline__ unsigned long long peek(unsigned long long* word) {{
-    return cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(*word).load(
-        cuda::memory_order_relaxed);
-}}
-
+{_CUDA_STATUS_WORDS}
 __global__ void __launch_bounds__(THREADS, {minb}) scan_inclusive(const float* x, float* y,
                                                           unsigned long long* state, int n) {{
     {cu_decl}
