@@ -150,20 +150,21 @@ class SharedTracker:
         ww = self._words(flat, total, threads)
         if ww is not None:
             word, wthreads = ww
-            ep = self.epoch[(word << 2) // self.block_bytes]
-            warp = wave.gwarp[wthreads]
-            wt = self.w_thread[word]
-            raw = (self.w_epoch[word] == ep) & (wt >= 0)
+            # take: numpy's fancy indexing costs more for the same gather
+            ep = self.epoch.take((word << 2) // self.block_bytes)
+            warp = wave.gwarp.take(wthreads)
+            wt = self.w_thread.take(word)
+            raw = (self.w_epoch.take(word) == ep) & (wt >= 0)
             if raw.any():
                 raw &= wave.gwarp[np.maximum(wt, 0)] != warp
                 if raw.any():
                     i = int(np.argmax(raw))
                     self._race(wave, "read-after-write", int(word[i]) * 4, wthreads[i], int(wt[i]),
                                pc, int(self.w_line[word[i]]), int(raw.sum()), describe)  # fmt: skip
-            same = self.r_epoch[word] == ep
-            prev = self.r_warp[word]
-            many = same & (prev != -1) & (prev != warp)
-            self.r_warp[word] = np.where(many | (same & (prev == -2)), -2, warp)
+            same = self.r_epoch.take(word) == ep
+            prev = self.r_warp.take(word)
+            many = same & (prev != -1) & (prev != warp)  # prev == -2 is in it (warp >= 0)
+            self.r_warp[word] = np.where(many, -2, warp)
             self.r_epoch[word] = ep
         return unwritten if unwritten.any() else None
 
@@ -183,23 +184,24 @@ class SharedTracker:
         if ww is None:
             return
         word, wthreads = ww
-        ep = self.epoch[(word << 2) // self.block_bytes]
-        warp = wave.gwarp[wthreads]
-        wt = self.w_thread[word]
-        waw = (self.w_epoch[word] == ep) & (wt >= 0)
+        ep = self.epoch.take((word << 2) // self.block_bytes)
+        warp = wave.gwarp.take(wthreads)
+        wt = self.w_thread.take(word)
+        waw = (self.w_epoch.take(word) == ep) & (wt >= 0)
         if waw.any():
             waw &= wave.gwarp[np.maximum(wt, 0)] != warp
             if waw.any():
                 i = int(np.argmax(waw))
                 self._race(wave, "write-after-write", int(word[i]) * 4, wthreads[i], int(wt[i]), pc,
                            int(self.w_line[word[i]]), int(waw.sum()), describe)  # fmt: skip
-        rw = self.r_warp[word]
-        war = (self.r_epoch[word] == ep) & ((rw == -2) | ((rw >= 0) & (rw != warp)))
+        rw = self.r_warp.take(word)
+        war = (self.r_epoch.take(word) == ep) & ((rw == -2) | ((rw >= 0) & (rw != warp)))
         if war.any():
             i = int(np.argmax(war))
             self._race(wave, "write-after-read", int(word[i]) * 4, wthreads[i], None, pc, None,
                        int(war.sum()), describe)  # fmt: skip
-        if word.size > 1:  # two warps writing the same word in this one instruction
+        # two warps writing the same word in this one instruction (none when the words rise)
+        if word.size > 1 and not (word[1:] > word[:-1]).all():
             order = np.argsort(word, kind="stable")
             b, w = word[order], warp[order]
             dup = (b[1:] == b[:-1]) & (w[1:] != w[:-1])
