@@ -14,8 +14,14 @@ each launch the H200's kernel time for the same launch where a committed result 
 (bench/results/emulator-speed/h200-<date>-times.json, made by bench/emulator_h200_times.py on
 the GPU).
 
+Side by side: each pair's vectorised time is the median of ``--repeat`` launches (default 5;
+a launch of tens of milliseconds on a shared machine is one context switch from doubling),
+the per-thread one a single launch (seconds long). With ``--before REV`` the vectorised
+launches of the side-by-side pairs also run on REV's emulator (a git worktree, in a child
+process) in the same run, against the same per-thread times: the ratio before and after.
+
 Writes bench/results/emulator-speed/<machine>-<date>[-part].{json,md}.
-Run: .venv/bin/python bench/emulator_speed.py [--quick] [--part NAME]
+Run: .venv/bin/python bench/emulator_speed.py [--quick] [--part NAME] [--repeat K] [--before REV]
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import json
 import os
 import platform
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -88,6 +95,33 @@ def run(kernel: str, n: int, per_thread: bool) -> dict:
     }  # fmt: skip
 
 
+def median_run(kernel: str, n: int, repeat: int) -> dict:
+    """run() of the vectorised engine ``repeat`` times: the median launch (wall and CPU each),
+    every sample kept."""
+    runs = [run(kernel, n, False) for _ in range(max(1, repeat))]
+    row = dict(runs[0])
+    for key in ("seconds", "cpu_seconds"):
+        row[key] = round(statistics.median(r[key] for r in runs), 4)
+        row[key + "_samples"] = [r[key] for r in runs]
+    row["correct"] = all(r["correct"] for r in runs)
+    ti = row["thread_instructions"]
+    row["thread_instructions_per_s"] = round(ti / row["seconds"]) if row["seconds"] else None
+    return row
+
+
+def before_runs(rev: str, pairs: list[tuple[str, int]], repeat: int) -> list[dict]:
+    """median_run of each pair on REV's emulator: this script in a child process whose
+    ``ptxls`` is a worktree of REV (rev_tree.importable_at)."""
+    from rev_tree import importable_at
+
+    with importable_at(rev) as path:
+        env = dict(os.environ, PYTHONPATH=path)
+        args = [f"{k}:{n}" for k, n in pairs]
+        out = subprocess.run([sys.executable, __file__, "--child", str(repeat), *args], env=env,
+                             capture_output=True, text=True, timeout=1800, check=True)  # fmt: skip
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def h200_times() -> tuple[dict, str]:
     """{(kernel, n): kernel ms on the H200} from the latest committed GPU run
     (bench/results/emulator-speed/h200-<date>-times.json), and its file."""
@@ -129,20 +163,41 @@ def main() -> None:
     from ptxls.emulator import device
 
     device._tune_process()
+    if "--child" in sys.argv:  # before_runs' child: REV's engine, one JSON line
+        i = sys.argv.index("--child")
+        repeat, specs = int(sys.argv[i + 1]), sys.argv[i + 2 :]
+        got = [median_run(k, int(n), repeat) for k, n in (x.rsplit(":", 1) for x in specs)]
+        print(json.dumps(got))
+        return
     quick = "--quick" in sys.argv
     part = sys.argv[sys.argv.index("--part") + 1] if "--part" in sys.argv else ""
+    repeat = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 5
+    before = sys.argv[sys.argv.index("--before") + 1] if "--before" in sys.argv else ""
     load_start = os.getloadavg()
     rows = []
     pairs = []
+    old = {}
+    if before:
+        old = {(r["kernel"], r["n"]): r for r in before_runs(before, SIDE_BY_SIDE, repeat)}
+        print({"before": before, "runs": list(old.values())}, flush=True)
     for kernel, n in SIDE_BY_SIDE:
-        vec = run(kernel, n, False)
+        vec = median_run(kernel, n, repeat)
         pt = run(kernel, n, True)
         rows += [vec, pt]
         pairs.append({"kernel": kernel, "n": n, "speedup": round(pt["seconds"] / vec["seconds"], 1),
                       "cpu_speedup": round(pt["cpu_seconds"] / max(vec["cpu_seconds"], 1e-6), 1),
                       "vectorised_s": vec["seconds"], "per_thread_s": pt["seconds"],
                       "vectorised_cpu_s": vec["cpu_seconds"], "per_thread_cpu_s": pt["cpu_seconds"],
+                      "vectorised_samples_s": vec["seconds_samples"],
                       "both_correct": vec["correct"] and pt["correct"]})  # fmt: skip
+        b = old.get((kernel, n))
+        if b is not None:
+            pairs[-1].update({"before_rev": before, "before_vectorised_s": b["seconds"],
+                              "before_vectorised_cpu_s": b["cpu_seconds"],
+                              "before_samples_s": b["seconds_samples"],
+                              "before_speedup": round(pt["seconds"] / b["seconds"], 1),
+                              "before_cpu_speedup": round(pt["cpu_seconds"] / max(b["cpu_seconds"], 1e-6), 1),
+                              "before_correct": b["correct"]})  # fmt: skip
         print(pairs[-1], flush=True)
     for kernel, n in LARGE if not quick else LARGE[:1]:
         rows.append(run(kernel, n, False))
@@ -157,6 +212,8 @@ def main() -> None:
         "other jobs ran beside it: absolute times are pessimistic, the side-by-side ratios hold",
     }  # fmt: skip
     facts["load_average_start"] = load_start
+    facts["command"] = "python " + " ".join(["bench/emulator_speed.py", *sys.argv[1:]])
+    facts["repeat"] = repeat
     data = {"benchmark": "emulator-speed", "facts": facts, "side_by_side": pairs, "runs": rows,
             "whole_command": cli, "h200_source": h200_source}  # fmt: skip
     result_path("emulator-speed", "json", part).write_text(json.dumps(data, indent=1) + "\n")
@@ -164,7 +221,9 @@ def main() -> None:
         "# Emulator speed", "",
         f"Machine: {facts['cpus']} CPUs, Python {facts['python']}, load average {facts['load_average_start']} at the start, {facts['load_average']} at the end.",
         "Every run's output matched the spec's numpy reference unless marked.", "",
+        f"Command: `{facts['command']}`.", "",
         "## Vectorised vs per-thread interpreter (same launches, same run)", "",
+        f"Vectorised: the median of {repeat} launches; per-thread: one launch.", "",
         "| kernel | n | vectorised s | per-thread s | speed-up (wall) | vectorised CPU s | per-thread CPU s | speed-up (CPU) |",
         "|---|---|---|---|---|---|---|---|",
     ]  # fmt: skip
@@ -172,6 +231,17 @@ def main() -> None:
         ok = "" if p["both_correct"] else " (WRONG)"
         lines.append(f"| {p['kernel']} | {p['n']} | {p['vectorised_s']} | {p['per_thread_s']} | {p['speedup']}x{ok} "
                      f"| {p['vectorised_cpu_s']} | {p['per_thread_cpu_s']} | {p['cpu_speedup']}x |")  # fmt: skip
+    if before:
+        lines += ["", f"### The same pairs on the emulator of {before} (before), in this run", "",
+                  f"Vectorised before: the median of {repeat} launches of {before}'s engine (a worktree, a "
+                  "child process); per-thread: the same launch as above.", "",
+                  "| kernel | n | vectorised s before | speed-up before (wall) | vectorised s now | speed-up now (wall) | speed-up before (CPU) | speed-up now (CPU) |",
+                  "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        for p in pairs:
+            if "before_speedup" in p:
+                ok = "" if p["before_correct"] else " (WRONG)"
+                lines.append(f"| {p['kernel']} | {p['n']} | {p['before_vectorised_s']} | {p['before_speedup']}x{ok} "
+                             f"| {p['vectorised_s']} | {p['speedup']}x | {p['before_cpu_speedup']}x | {p['cpu_speedup']}x |")  # fmt: skip
     lines += ["", "## The whole command", "",
               f"`{cli['command']}` (a new process each run; CPU = the process and its children): "
               f"wall {cli['wall_s']} s, CPU {cli['cpu_s']} s; {cli['status']}, sizes {cli['sizes']}"
