@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import concurrent.futures
 import contextlib
 import os
 import selectors
@@ -193,6 +194,18 @@ def _result(
     )
 
 
+_SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="ptxls-spawn")
+
+
+def _abandon(starting: concurrent.futures.Future[subprocess.Popen[bytes]]) -> None:
+    """A tool whose run was cancelled while it was being started: killed, drained, reaped."""
+    if starting.cancelled() or starting.exception() is not None:
+        return
+    stop = threading.Event()
+    stop.set()
+    _drain(starting.result(), 5.0, 0, stop)
+
+
 def run_capped(
     args: list[str],
     *,
@@ -219,9 +232,18 @@ async def run_killable(
 ) -> ProcessResult:
     """Run to completion, or kill the whole process group on timeout or cancellation.
 
-    Raises OSError only when the program cannot be started."""
+    Raises OSError only when the program cannot be started. The start itself runs in a thread
+    of its own (``_SPAWNER``): Popen waits until the child has exec'd, and on a loaded machine
+    that held the event loop 100+ ms (a watchdog's stack dump during the soak). Not in the
+    default executor, whose threads drain running tools: hung tools would hold back the start
+    of every other."""
     started = time.monotonic()
-    proc = _start(args, cwd, env)
+    starting = _SPAWNER.submit(_start, args, cwd, env)
+    try:
+        proc = await asyncio.wrap_future(starting)
+    except asyncio.CancelledError:
+        starting.add_done_callback(_abandon)  # started after all: ended (and reaped) at once
+        raise
     stop = threading.Event()
     try:
         out, err, timed_out, dropped = await asyncio.to_thread(_drain, proc, timeout, cap, stop)
