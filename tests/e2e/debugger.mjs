@@ -15,11 +15,11 @@
 //   CODE_SERVER=… PTXLS_VSIX=vscode-client/ptxls.vsix node tests/e2e/debugger.mjs
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
+import { clickEditor, freePort, goToLine, openFromExplorer, recorder, runCommand, waitFor } from "./driver.mjs";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const REPO = resolve(HERE, "../..");
@@ -40,9 +40,8 @@ const TRITON = readFileSync(join(REPO, "examples/vec_add_triton.py"), "utf8");
 const TRITON_STORE = TRITON.split("\n").findIndex((l) => l.includes("tl.store(")) + 1;
 const TRITON_LAUNCH = "Triton add_kernel, block 2 thread 5";
 
-const results = [];
-let shotIndex = 0;
-let currentPage = null;
+const record = recorder(OUT);
+const { results, shot, step } = record;
 
 async function main() {
   for (const [what, path] of [["PTXLS_PYTHON", PYTHON], ["PTXLS_VSIX", VSIX], ["CODE_SERVER", CODE_SERVER], ["CHROMIUM", CHROMIUM]]) {
@@ -60,7 +59,7 @@ async function main() {
   try {
     const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
     page.setDefaultTimeout(30_000);
-    currentPage = page;
+    record.page = page;
     await page.goto(`${codeServer.url}/?folder=${encodeURIComponent(workspace)}`, { timeout: SLOW });
     await page.locator(".monaco-workbench").waitFor({ timeout: SLOW });
     await page.locator(".explorer-folders-view .monaco-list-row").first().waitFor({ timeout: SLOW });
@@ -195,42 +194,6 @@ async function currentLine(page) {
   return Number(/Ln (\d+)/.exec(item)[1]);
 }
 
-async function openFromExplorer(page, name) {
-  if (!(await page.locator(".explorer-folders-view").first().isVisible())) {
-    await page.keyboard.press("Control+Shift+E"); // the Run and Debug view replaced it
-    await page.locator(".explorer-folders-view").first().waitFor();
-  }
-  const exact = new RegExp(`^\\s*${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\s*$`);
-  const row = page.locator(".explorer-folders-view .monaco-list-row").filter({ hasText: exact }).first();
-  await row.dblclick();
-  await page.locator(".tabs-container .tab.active", { hasText: name }).waitFor();
-  await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().waitFor();
-}
-
-async function clickEditor(page) {
-  await page.locator(".editor-group-container.active .monaco-editor .overflow-guard").first().click({ position: { x: 300, y: 10 } });
-}
-
-async function goToLine(page, line, column) {
-  await page.keyboard.press("Control+G");
-  const input = page.locator(".quick-input-widget input");
-  await input.waitFor();
-  await input.fill(`:${line}:${column}`);
-  await page.locator(".quick-input-widget", { hasText: `${line}` }).waitFor();
-  await page.keyboard.press("Enter");
-  await page.locator(".quick-input-widget").waitFor({ state: "hidden" });
-  await page.locator(".statusbar-item", { hasText: `Ln ${line}, Col ${column}` }).first().waitFor();
-}
-
-async function runCommand(page, label) {
-  await page.keyboard.press("F1");
-  const input = page.locator(".quick-input-widget input");
-  await input.waitFor();
-  await input.fill(`>${label}`);
-  await page.locator(".quick-input-list .monaco-list-row", { hasText: label }).first().waitFor();
-  await page.keyboard.press("Enter");
-}
-
 async function hoverAtCursor(page) {
   const cursor = page.locator(".editor-group-container.active .monaco-editor .cursors-layer .cursor").first();
   const box = await cursor.boundingBox();
@@ -245,13 +208,6 @@ async function hoverAtCursor(page) {
   }
   await runCommand(page, "Show or Focus Hover");
   await page.locator(".monaco-hover:visible").first().waitFor();
-}
-
-async function shot(page, name) {
-  shotIndex += 1;
-  const file = join(OUT, `${String(shotIndex).padStart(2, "0")}-${name}.png`);
-  await page.screenshot({ path: file });
-  return file;
 }
 
 // ---------------------------------------------------------------------------- plumbing
@@ -322,40 +278,6 @@ async function startCodeServer(tmp, workspace) {
       }
     },
   };
-}
-
-function freePort() {
-  return new Promise((ok, fail) => {
-    const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => ok(port));
-    });
-    server.on("error", fail);
-  });
-}
-
-async function waitFor(condition, what, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await condition()) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-}
-
-async function step(name, body) {
-  const started = Date.now();
-  try {
-    const detail = await body();
-    results.push({ step: name, status: "passed", detail, seconds: (Date.now() - started) / 1000 });
-    console.log(`PASS  ${name} — ${detail}`);
-  } catch (error) {
-    results.push({ step: name, status: "failed", detail: error.message, seconds: (Date.now() - started) / 1000 });
-    console.log(`FAIL  ${name} — ${error.message.trim().replace(/\s*\n\s*/g, " | ").slice(0, 400)}`);
-    await shot(currentPage, `FAILED-${name.replace(/[^A-Za-z0-9]+/g, "-")}`).catch(() => undefined);
-    await currentPage?.keyboard.press("Escape").catch(() => undefined); // a dialog left open
-  }
 }
 
 main()

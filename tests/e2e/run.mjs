@@ -25,11 +25,11 @@
 // Screenshots, logs and results.json go to $PTXLS_E2E_OUT. Run through .ci/vscode-e2e.sh.
 import { spawn, spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
+import { clickEditor, freePort, goToLine, openFromExplorer, recorder, runCommand, skip, waitFor } from "./driver.mjs";
 import { hoverText, LspProbe } from "./lsp-probe.mjs";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -47,10 +47,9 @@ const SLOW = 90_000;
 const SETUP = 900_000;
 const ACTION_TITLE = "Lower to PTX with nvcc (reference)";
 
-const results = [];
-let shotIndex = 0;
-// The page, for the screenshot a failed step leaves behind.
-let currentPage = null;
+// The steps' results and screenshots; record.page is the page a failed step's screenshot shows.
+const record = recorder(OUT, { onShot: (name, file) => README_SHOTS[name] && readmeShots.push([file, README_SHOTS[name]]) });
+const { results, shot, step } = record;
 // The run's temporary root (code-server's user data, the workspace), searched for leaked keys.
 let tmpRoot = null;
 
@@ -75,7 +74,7 @@ async function main() {
   try {
     const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
     page.setDefaultTimeout(30_000);
-    currentPage = page;
+    record.page = page;
     await page.goto(`${codeServer.url}/?folder=${encodeURIComponent(workspace)}`, { timeout: SLOW });
     await page.locator(".monaco-workbench").waitFor({ timeout: SLOW });
     await page.locator(".explorer-folders-view .monaco-list-row").first().waitFor({ timeout: SLOW });
@@ -547,7 +546,7 @@ async function runOfflineScenario(browser, tmp) {
   const codeServer = await startCodeServer(root, workspace, offline);
   const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
   page.setDefaultTimeout(30_000);
-  currentPage = page;
+  record.page = page;
   try {
     await page.goto(`${codeServer.url}/?folder=${encodeURIComponent(workspace)}`, { timeout: SLOW });
     await page.locator(".explorer-folders-view .monaco-list-row").first().waitFor({ timeout: SLOW });
@@ -810,41 +809,8 @@ function kernelNamePositions(cu) {
 
 // ---------------------------------------------------------------------------- VS Code, driven
 
-async function openFromExplorer(page, name) {
-  const exact = new RegExp(`^\\s*${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\s*$`);
-  const row = page.locator(".explorer-folders-view .monaco-list-row").filter({ hasText: exact }).first();
-  await row.dblclick();
-  await page.locator(".tabs-container .tab.active", { hasText: name }).waitFor();
-  await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().waitFor();
-}
-
 // Focuses the active editor by clicking into its text area (near the top, where there is
 // always a line or the empty space after the last one).
-async function clickEditor(page) {
-  await page.locator(".editor-group-container.active .monaco-editor .overflow-guard").first().click({ position: { x: 300, y: 10 } });
-}
-
-async function goToLine(page, line, column) {
-  await page.keyboard.press("Control+G");
-  const input = page.locator(".quick-input-widget input");
-  await input.waitFor();
-  await input.fill(`:${line}:${column}`);
-  await page.locator(".quick-input-widget", { hasText: `${line}` }).waitFor();
-  await page.keyboard.press("Enter");
-  await page.locator(".quick-input-widget").waitFor({ state: "hidden" });
-  // VS Code's status bar shows the cursor position once it moved.
-  await page.locator(".statusbar-item", { hasText: `Ln ${line}, Col ${column}` }).first().waitFor();
-}
-
-async function runCommand(page, label) {
-  await page.keyboard.press("F1");
-  const input = page.locator(".quick-input-widget input");
-  await input.waitFor();
-  await input.fill(`>${label}`);
-  await page.locator(".quick-input-list .monaco-list-row", { hasText: label }).first().waitFor();
-  await page.keyboard.press("Enter");
-}
-
 // Runs body with the primary side bar and the panel hidden, and shows both again afterwards.
 async function withWideEditor(page, body) {
   const parts = [["View: Toggle Primary Side Bar Visibility", ".part.sidebar"], ["View: Toggle Panel Visibility", ".part.panel"]];
@@ -972,14 +938,6 @@ const README_SHOTS = {
   "ptxls-not-installed": "vscode-ptxls-not-installed.png",
 };
 const readmeShots = [];
-
-async function shot(page, name) {
-  shotIndex += 1;
-  const file = join(OUT, `${String(shotIndex).padStart(2, "0")}-${name}.png`);
-  await page.screenshot({ path: file });
-  if (README_SHOTS[name]) readmeShots.push([file, README_SHOTS[name]]);
-  return file;
-}
 
 function publishScreenshots() {
   const dir = process.env.PTXLS_E2E_SCREENSHOTS;
@@ -1167,45 +1125,6 @@ function pipCacheDir() {
 function copyLogs(tmp) {
   const logs = join(tmp, "user-data/logs");
   if (existsSync(logs)) cpSync(logs, join(OUT, "vscode-logs"), { recursive: true });
-}
-
-function freePort() {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolvePort(port));
-    });
-    server.on("error", reject);
-  });
-}
-
-async function waitFor(condition, what, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await condition()) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-}
-
-class Skip extends Error {}
-function skip(reason) {
-  throw new Skip(reason);
-}
-
-async function step(name, body) {
-  const started = Date.now();
-  try {
-    const detail = await body();
-    results.push({ step: name, status: "passed", detail, seconds: (Date.now() - started) / 1000 });
-    console.log(`PASS  ${name} — ${detail}`);
-  } catch (error) {
-    const status = error instanceof Skip ? "skipped" : "failed";
-    results.push({ step: name, status, detail: error.message, seconds: (Date.now() - started) / 1000 });
-    console.log(`${status === "skipped" ? "SKIP" : "FAIL"}  ${name} — ${error.message.trim().replace(/\s*\n\s*/g, " | ").slice(0, 400)}`);
-    if (status === "failed") await shot(currentPage, `FAILED-${name.replace(/[^A-Za-z0-9]+/g, "-")}`).catch(() => undefined);
-  }
 }
 
 function plainWords(text) {
