@@ -431,11 +431,3 @@ def check_dataflow(
         return sorted(found, key=lambda f: (f.line, f.col))
     except (RecursionError, ValueError, IndexError):  # a text too odd to read: say nothing
         return []
-
-
-def describe(findings: list[Finding], limit: int = 8) -> str:
-    """The findings as lines for a person or a model: 'line N: ...'."""
-    shown = [f"- {f.shown()}" for f in findings[:limit]]
-    if len(findings) > limit:
-        shown.append(f"- … and {len(findings) - limit} more")
-    return "\n".join(shown)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from ptxls.diagnostics.fixes import apply_fixes
 from ptxls.frontend.ptx import PtxModule
-from ptxls.frontend.ptx_dataflow import Finding, check_dataflow, describe
+from ptxls.frontend.ptx_dataflow import Finding, check_dataflow
 
 if TYPE_CHECKING:
     from .ptx_check import CompileCheck
@@ -39,11 +39,19 @@ def dataflow_findings(
     return check_dataflow(ptx, module, entry=kernel or None, outputs=outputs)
 
 
+def finding_lines(findings: list[Finding], limit: int = 8) -> str:
+    """The findings as the lines the model is shown: '- line N: ...', at most ``limit``."""
+    shown = [f"- {f.shown()}" for f in findings[:limit]]
+    if len(findings) > limit:
+        shown.append(f"- … and {len(findings) - limit} more")
+    return "\n".join(shown)
+
+
 def dataflow_feedback(findings: list[Finding], elision_hint: str = "") -> str:
     """What the model is told about an incomplete candidate: the exact lines."""
     text = (
         "The PTX assembles, but it cannot be complete — what its instructions do shows code "
-        "missing:\n" + describe(findings) + "\nSend the whole kernel: every instruction that "
+        "missing:\n" + finding_lines(findings) + "\nSend the whole kernel: every instruction that "
         "computes these values, with nothing left out or marked as unchanged."
     )
     if elision_hint:
