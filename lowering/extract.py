@@ -190,6 +190,7 @@ class _Candidates:
     fences: int
     pool: list[tuple[Segment, Module]]
     split: int = 0  # fences that held more than one module (each module is its own block)
+    named: bool = False  # every block of the pool declares the requested entry
 
 
 def _answer_text(reply: str | None) -> _Answer | Extraction:
@@ -253,7 +254,7 @@ def _candidates(answer: str, kernel: str | None) -> _Candidates:
     )
     with_entry = [(s, m) for s, m in analysed if m.entries()]
     named = [(s, m) for s, m in with_entry if kernel and m.declares(kernel)]
-    return _Candidates(lines, quoted, segments, fences, named or with_entry, split)
+    return _Candidates(lines, quoted, segments, fences, named or with_entry, split, bool(named))
 
 
 def _one_module_each(segments: list[Segment]) -> tuple[list[Segment], int]:
@@ -434,10 +435,11 @@ def _judge_block(seg: Segment, text: str) -> tuple[str, int, str, str]:
 
 
 def _keep_requested_entry(
-    ptx: str, dropped: int, mod: Module, kernel: str | None, notes: list[str]
+    ptx: str, dropped: int, mod: Module, kernel: str | None, named: bool, notes: list[str]
 ) -> str:
-    """Step 5: only the requested entry and the .funcs it uses, with a note of what went."""
-    if not (kernel and mod.declares(kernel)):
+    """Step 5: only the requested entry and the .funcs it uses, with a note of what went.
+    ``named``: the block declares the entry (the scan said so when the pool was made)."""
+    if not (kernel and named):
         return ptx
     kept, gone_entries, gone_funcs = keep_entry(analyse(ptx) if dropped else mod, kernel)
     if not (gone_entries or gone_funcs):
@@ -544,7 +546,7 @@ def extract_ptx(
     ptx, dropped, problem, elision = _judge_block(seg, _drop_prose_after(seg, mod, notes))
     if problem:
         return Extraction(None, problem, found.fences, truncated, True, tuple(notes), reasoning)
-    ptx = _keep_requested_entry(ptx, dropped, mod, kernel, notes)
+    ptx = _keep_requested_entry(ptx, dropped, mod, kernel, found.named, notes)
     ptx = _clean_ptx(ptx, answer, found.quoted, notes)
     problem = _cut_note(finish_reason) if truncated else ""
     return Extraction(ptx, problem, found.fences, truncated, bool(elision), tuple(notes),
