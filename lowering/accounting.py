@@ -14,6 +14,10 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ptxls.toolchain.secrets import Endpoint
 
 TOKENS_CAP_SETTING = "ptxls.llm.maxTotalTokens (PTXLS_LLM_MAX_TOTAL_TOKENS)"
 COST_CAP_SETTING = "ptxls.llm.maxCost (PTXLS_LLM_MAX_COST)"
@@ -105,18 +109,21 @@ class Spend:
         return text
 
 
-def run_summary(loop, settings, seconds: float) -> dict:
+def run_summary(loop, settings, seconds: float, endpoint: Endpoint | None = None) -> dict:
     """What one LLM lowering was and cost, for ``--format json``, the header and the editor:
-    model, endpoint, candidates, rounds with each round's verdict, tokens, duration, cost."""
-    from ptxls.toolchain.secrets import host_of, public_url
+    model, endpoint, candidates, rounds with each round's verdict, tokens, duration, cost.
+    ``endpoint``: the one the lowering made at its start (else made here)."""
+    from ptxls.toolchain.secrets import endpoint_of
+
+    shown = endpoint or endpoint_of(settings.base_url)
 
     spend: Spend = getattr(loop, "spend", None) or Spend()
     candidates = sorted(getattr(loop, "candidates", []) or [], key=lambda c: c.index)
     models = sorted({c.model for c in candidates if c.model})
     return {
         "model": ", ".join(models) or (settings.model or ""),
-        "endpoint": public_url(settings.base_url) or "https://api.openai.com/v1",
-        "endpoint_host": host_of(settings.base_url) or "api.openai.com",
+        "endpoint": shown.url or "https://api.openai.com/v1",
+        "endpoint_host": shown.host or "api.openai.com",
         "candidates": [
             {
                 "index": c.index,

@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ptxls.toolchain.secrets import host_of, public_url, remember_secret, scrub
+from ptxls.toolchain.secrets import Endpoint, endpoint_of, scrub
 
 from .llm_errors import (
     MAX_RETRY_AFTER_S,
@@ -114,26 +114,26 @@ def forget_adaptations() -> None:
 
 
 class LlmClient:
-    def __init__(self, settings: LlmSettings):
+    def __init__(self, settings: LlmSettings, endpoint: Endpoint | None = None):
+        """``endpoint``: ``endpoint_of(settings.base_url, settings.secrets())``, made where the
+        lowering started (the key and header values are scrubbed from then on); made here when
+        not given."""
         if not settings.ready:
             raise LlmError("config", settings.not_ready_message())
         openai = sdk()  # lazy: llm_sdk.py
 
         self._openai = openai
         self.settings = settings
-        remember_secret(settings.api_key)
+        shown = endpoint or endpoint_of(settings.base_url, settings.secrets())
+        self.host = shown.host
         # what people see: never credentials embedded in the URL
-        self.endpoint = public_url(settings.base_url) or "https://api.openai.com/v1"
+        self.endpoint = shown.url or "https://api.openai.com/v1"
         self._key = (settings.base_url or "https://api.openai.com/v1", settings.model or "")
         # OpenAI's own API documents max_completion_tokens (max_tokens is deprecated there and
         # refused by its reasoning models); every other server is asked with max_tokens first
         self._token_param = (
-            "max_completion_tokens"
-            if host_of(settings.base_url) == "api.openai.com"
-            else "max_tokens"
+            "max_completion_tokens" if shown.host == "api.openai.com" else "max_tokens"
         )
-        for value in settings.extra_headers.values():
-            remember_secret(value)  # header values are scrubbed like the key
         self._client = sdk_client(openai, settings)
 
     async def aclose(self) -> None:
@@ -233,7 +233,7 @@ class LlmClient:
     def _announce_key(self, notes: list[str]) -> None:
         if not self.settings.api_key:
             return
-        host = host_of(self.settings.base_url)
+        host = self.host
         with _adapted_lock:
             if host in _hosts_told:
                 return

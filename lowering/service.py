@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ptxls.fewshot.library import Example
+from ptxls.toolchain.secrets import Endpoint, endpoint_of
+
 from . import prompt, safe_write
 from .accounting import header_line, run_summary
 from .compiler_backend import lower_nvcc
@@ -81,7 +84,8 @@ def write_attempt(root: Path, stem: str, text: str) -> Path | None:
 
 @dataclass
 class _LlmLowering:
-    """One LLM lowering, decided before the loop runs: the kernel, the target, the test."""
+    """One LLM lowering, decided before the loop runs: the kernel, the target, the test, the
+    few-shot examples, the endpoint as shown (its key scrubbed from then on)."""
 
     job: LowerJob
     settings: LlmSettings
@@ -93,6 +97,8 @@ class _LlmLowering:
     root: Path
     inside: bool
     transcript: Transcript
+    examples: list[Example]
+    endpoint: Endpoint
 
     @property
     def stem(self) -> str:
@@ -121,7 +127,7 @@ async def lower_llm(
         from .llm_client import LlmClient, LlmError
 
         try:
-            own = client = LlmClient(settings)
+            own = client = LlmClient(settings, run.endpoint)
         except LlmError as e:
             return LowerOutcome(False, str(e))
     opts = loop_options(settings, job)
@@ -131,7 +137,7 @@ async def lower_llm(
     started = time.monotonic()
     try:
         result = await run_loop(run.src, client=client, opts=opts, transcript=run.transcript,
-                                examples=prompt.fitting_examples(run.src, settings.fewshot_count),
+                                examples=run.examples,
                                 verifier=verifier, progress=progress, cancel=cancel)  # fmt: skip
     finally:
         if own is not None:
@@ -149,7 +155,7 @@ async def lower_llm(
         ran=not result.never_answered,
         compile_only=job.compile_only,
         inside_workspace=run.inside,
-        accounting=run_summary(result, settings, time.monotonic() - started),
+        accounting=run_summary(result, settings, time.monotonic() - started, run.endpoint),
     )
     if run.transcript.write_error:
         outcome.notes.append(run.transcript.write_error)
@@ -161,10 +167,12 @@ async def lower_llm(
 async def _prepare(
     job: LowerJob, settings: LlmSettings, verifier: Verifier | None
 ) -> tuple[_LlmLowering, Verifier] | LowerOutcome:
-    """The kernel, the target ISA, the verifier and the spec, the transcript; or why the
-    lowering cannot run."""
+    """The endpoint, the kernel, the target ISA, the verifier and the spec, the examples, the
+    transcript; or why the lowering cannot run."""
     if not settings.ready:
         return LowerOutcome(False, settings.not_ready_message())
+    # made once, here: the key and header values are scrubbed from everything from now on
+    endpoint = endpoint_of(settings.base_url, settings.secrets())
     src = choose_kernel(job)
     if isinstance(src, str):
         return LowerOutcome(False, src)
@@ -177,16 +185,17 @@ async def _prepare(
         verifier, not_tested_why, spec = await default_verifier(src, job)
     else:
         spec, _ = source_spec(src, job)
+    examples = prompt.fitting_examples(src, settings.fewshot_count)
     root, inside = workspace_of(job)
     transcript = Transcript.create(
         root, f"{job.source_path.stem}-{src.name or 'request'}", [settings.api_key]
     )
-    transcript.record("settings", **settings.public_dict())
+    transcript.record("settings", **settings.public_dict(endpoint))
     transcript.record(
         "target", arch=arch, isa=choice.isa, why=choice.why, spec=spec_text(spec) or None
     )
     run = _LlmLowering(job, settings, src, arch, choice, spec, not_tested_why, root, inside,
-                       transcript)  # fmt: skip
+                       transcript, examples, endpoint)  # fmt: skip
     return run, verifier
 
 

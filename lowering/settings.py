@@ -17,6 +17,10 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ptxls.toolchain.secrets import Endpoint
 
 STRATEGIES = ("direct", "plan")
 REASONING_EFFORTS = ("low", "medium", "high")
@@ -318,14 +322,19 @@ class LlmSettings:
             "'ptxls: Set LLM API key'). 'Lower to PTX with nvcc (reference)' works offline."
         )
 
-    def public_dict(self) -> dict:
-        """Everything but the key, for transcripts and reports."""
-        from ptxls.toolchain.secrets import public_url
+    def secrets(self) -> list[str | None]:
+        """What is sent with every request and never shown: the key and the header values."""
+        return [self.api_key, *self.extra_headers.values()]
+
+    def public_dict(self, endpoint: Endpoint | None = None) -> dict:
+        """Everything but the key, for transcripts and reports (``endpoint``: the one the
+        lowering made at its start, else made here)."""
+        from ptxls.toolchain.secrets import endpoint_of
 
         d = dataclasses.asdict(self)
         d.pop("api_key", None)
         d["extra_headers"] = {k: "(set)" for k in self.extra_headers}  # names only
-        d["base_url"] = public_url(self.base_url)
+        d["base_url"] = (endpoint or endpoint_of(self.base_url)).url
         d["api_key_set"] = bool(self.api_key)
         return d
 

@@ -23,7 +23,8 @@ import logging
 import os
 import re
 import threading
-from typing import Any, TextIO
+from collections.abc import Iterable
+from typing import Any, NamedTuple, TextIO
 from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
 
 REDACTED = "[redacted]"
@@ -369,6 +370,22 @@ def host_of(url: str | None) -> str:
     except ValueError:
         return scrub(url)
     return (host + port) or scrub(url)
+
+
+class Endpoint(NamedTuple):
+    """An endpoint as ptxls may show it. Made once, by ``endpoint_of``, where a lowering starts,
+    and handed down: the code that shows or talks to the endpoint needs nothing more from here."""
+
+    url: str | None  # the base URL fit to show (``public_url``); None when none is set
+    host: str  # the host[:port] it points at (``host_of``); "api.openai.com" when none is set
+
+
+def endpoint_of(base_url: str | None, secrets: Iterable[str | None] = ()) -> Endpoint:
+    """``base_url`` as shown; first the key and every other value sent with it (header values)
+    are remembered, so ``scrub`` removes them from everything from now on."""
+    for secret in secrets:
+        remember_secret(secret)
+    return Endpoint(public_url(base_url), host_of(base_url))
 
 
 class ScrubbingStream(io.TextIOBase):
