@@ -1,8 +1,9 @@
 """Find what can be lowered in a buffer: CUDA ``__global__`` kernels, ``@triton.jit``
 functions, natural-language requests in comments, and PTX entries (for "Optimize").
 
-CUDA signatures and PTX entries are read by ``ptxls.frontend`` (the readers every room shares);
-this module adds what lowering needs around them. It never raises: code actions ask on every
+The kernels are read by ``ptxls.frontend`` (``kernels.kernel_defs``: one call, whatever the
+language; the readers every room shares); this module adds the requests and what lowering
+needs around them. It never raises: code actions ask on every
 cursor move, so this must be cheap and tolerant of half-typed code. Lines are 0-based, end
 inclusive.
 
@@ -17,11 +18,12 @@ comment lines that are not blank, e.g.::
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ptxls.frontend.cuda import CudaParam, find_kernels, parse_params
-from ptxls.frontend.ptx import parse_ptx
-from ptxls.frontend.triton import read_triton
+from ptxls.frontend.cuda import parse_params
+from ptxls.frontend.kernels import kernel_defs
+from ptxls.frontend.languages import CUDA, PTX, PYTHON
 
 from .ptx_check import ExpectedParam
 
@@ -40,46 +42,47 @@ class SourceKernel:
         return self.start_line <= line <= self.end_line
 
 
-def _expected(params: list[CudaParam]) -> list[ExpectedParam]:
-    return [ExpectedParam(p.name, p.c_type) for p in params]
+def _expected(params: Iterable[tuple[str, str]]) -> list[ExpectedParam]:
+    """The parameters a lowering must take, from (name, C type) pairs."""
+    return [ExpectedParam(name, c_type) for name, c_type in params]
+
+
+_KINDS = {CUDA: "cuda", PYTHON: "triton", PTX: "ptx"}
+_TEMPLATE_NOTE = "templated kernel: the PTX must be for one instantiation"
+
+
+def kernels(text: str, language: str) -> list[SourceKernel]:
+    """The kernels of a ``language`` text, as the one reader of each language finds them
+    (``frontend.kernels.kernel_defs``): CUDA definitions (declarations have nothing to lower),
+    ``@triton.jit`` functions (a line scan while the file does not parse, mid-edit, so the
+    action does not flicker while typing), PTX entries (for "Optimize")."""
+    return [
+        SourceKernel(
+            _KINDS[k.language],
+            k.name,
+            k.text,
+            k.start_line,
+            k.end_line,
+            params=_expected(k.params) if k.params is not None else None,
+            notes=[_TEMPLATE_NOTE] if k.is_template else [],
+        )
+        for k in kernel_defs(text, language)
+    ]
 
 
 def cuda_kernels(text: str) -> list[SourceKernel]:
-    """Every ``__global__`` kernel defined in the text (declarations have nothing to lower)."""
-    found = []
-    for k in find_kernels(text):
-        if not k.is_definition:
-            continue
-        notes = ["templated kernel: the PTX must be for one instantiation"] if k.is_template else []
-        found.append(
-            SourceKernel(
-                kind="cuda",
-                name=k.name,
-                text=text[k.offsets[0] : k.offsets[1]],
-                start_line=k.decl_line,
-                end_line=k.end_line,
-                params=_expected(k.params),
-                notes=notes,
-            )
-        )
-    return found
+    """Every ``__global__`` kernel defined in the text."""
+    return kernels(text, CUDA)
 
 
 def triton_kernels(text: str) -> list[SourceKernel]:
-    """``@triton.jit`` (or ``@jit`` from triton) functions, as the one Triton reader
-    (``frontend/triton.py``) finds them; it scans lines when the file does not parse (mid-edit),
-    so the action does not flicker while typing."""
-    lines = text.splitlines()
-    return [
-        SourceKernel(
-            "triton",
-            k.name,
-            "\n".join(lines[k.start_line : k.end_line + 1]),
-            k.start_line,
-            k.end_line,
-        )
-        for k in read_triton(text).kernels
-    ]
+    """``@triton.jit`` (or ``@jit`` from triton) functions."""
+    return kernels(text, PYTHON)
+
+
+def ptx_entries(text: str) -> list[SourceKernel]:
+    """The ``.entry`` functions of a PTX text (the text of each: the whole module)."""
+    return kernels(text, PTX)
 
 
 _REQUEST = re.compile(r"^\s*(?://|#|;)\s*@ptx:\s*(?P<req>.*)$")
@@ -112,7 +115,7 @@ def requests(text: str) -> list[SourceKernel]:
         params = None
         sig = re.match(r"^\s*(?:kernel\s+)?([A-Za-z_]\w*)\s*\(([^)]*)\)", req)
         if sig:
-            params = _expected(parse_params(sig.group(2)))
+            params = _expected((p.name, p.c_type) for p in parse_params(sig.group(2)))
         found.append(
             SourceKernel(
                 "request", name.group("name") if name else "", req, i, j - 1, params=params
@@ -122,26 +125,9 @@ def requests(text: str) -> list[SourceKernel]:
     return found
 
 
-def ptx_entries(text: str) -> list[SourceKernel]:
-    module, _ = parse_ptx(text)
-    return [
-        SourceKernel(
-            "ptx",
-            f.name,
-            text,
-            f.span.start.line,
-            f.span.end.line,
-        )
-        for f in module.entries
-    ]
-
-
 def sources_in(text: str, language: str) -> list[SourceKernel]:
-    """Everything lowerable in a buffer of ``language`` ("cuda", "python", "ptx")."""
-    if language == "cuda":
-        return cuda_kernels(text) + requests(text)
-    if language == "python":
-        return triton_kernels(text) + requests(text)
-    if language == "ptx":
-        return ptx_entries(text) + requests(text)
-    return []
+    """Everything lowerable in a buffer of ``language`` ("cuda", "python", "ptx"): its kernels,
+    then the plain-language requests in its comments."""
+    if language not in _KINDS:
+        return []
+    return kernels(text, language) + requests(text)
