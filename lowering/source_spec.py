@@ -16,6 +16,7 @@ from .sources import SourceKernel
 from .verify import compile_only_verifier, gpu_availability, gpu_verifier
 
 if TYPE_CHECKING:
+    from ptxls.frontend.triton_build import TritonBuild
     from ptxls.gputest.spec import TestSpec
 
 
@@ -51,22 +52,30 @@ def source_spec(src: SourceKernel, job: LowerJob) -> tuple[TestSpec | None, str]
     """The test spec, from the source and the person only — never from a candidate's PTX
     (whose ``@gputest`` lines could loosen its own test): the CUDA signature and the source's
     annotation / sidecar, the original PTX's annotation or paired CUDA ("Optimize"), or a
-    request's ``@gputest`` lines."""
+    request's ``@gputest`` lines. (The spec, or None and why.)"""
+    spec, why, _build = _resolved(src, job)
+    return spec, why
+
+
+def _resolved(src: SourceKernel, job: LowerJob) -> tuple[TestSpec | None, str, TritonBuild | None]:
+    """``source_spec``'s answer, and a Triton kernel's build (the reference its test launches):
+    a Triton spec is built once per lowering, for both."""
     from ptxls.gputest.pairing import SpecResolution
     from ptxls.gputest.spec_source import SpecSource, resolve_spec, unusable
 
     if src.kind == "request":
-        return request_spec(src, job)
+        return (*request_spec(src, job), None)
+    build = None
     if src.kind in ("cuda", "ptx"):
         res = resolve_spec(SpecSource(src.kind, job.text, src.name, str(job.source_path)))
     elif src.kind == "triton":
         from .triton_reference import triton_test_spec
 
-        spec, problems, _build = triton_test_spec(job.text, src.name, str(job.source_path))
+        spec, problems, build = triton_test_spec(job.text, src.name, str(job.source_path))
         res = SpecResolution(spec, problems)
     else:
-        return None, f"no runnable {src.kind.capitalize()} reference"
-    return (res.spec, "") if res.ok else (None, unusable(res))
+        return None, f"no runnable {src.kind.capitalize()} reference", None
+    return (res.spec, "", build) if res.ok else (None, unusable(res), None)
 
 
 def spec_text(spec) -> str:
@@ -137,11 +146,10 @@ async def default_verifier(
     """GPU-test against the source where a GPU is present and there is something to test
     against; otherwise compile-checked only, saying why. The spec is built here, from the
     source, and handed to the verifier: the candidate's own ``@gputest`` lines are never read."""
+    spec, why, build = _resolved(src, job)
     if job.compile_only:
         why = "compile-only requested"
-        spec, _ = source_spec(src, job)
         return compile_only_verifier(why), why, spec
-    spec, why = source_spec(src, job)
     if spec is None:
         return compile_only_verifier(why), why, None
     available, reason = (
@@ -163,9 +171,7 @@ async def default_verifier(
             spec,
         )
     if src.kind == "triton":
-        from .triton_reference import triton_test_spec
-
-        _spec, _problems, build = triton_test_spec(job.text, src.name, str(job.source_path))
+        assert build is not None  # a Triton spec that resolved comes with its build
         # on the emulator the reference is Triton's own PTX of the kernel (gputest/emulated.py)
         return gpu_verifier(spec=spec, triton_reference=build.to_json(), device=device), "", spec
     return gpu_verifier(spec=spec, device=device), "", spec
