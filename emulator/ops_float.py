@@ -103,6 +103,30 @@ def _specialize_arith(ins):
     return run
 
 
+@specializer("min", "max")
+def _specialize_minmax(ins):
+    """min/max.f32/.f64 without .ftz/.NaN/.relu: numpy's fmin/fmax (a NaN operand gives the
+    other one, as PTX says) wherever the result is neither zero (the +0 > -0 rule) nor NaN
+    (both operands NaN); such a result takes the full path (fp.fmin/fmax)."""
+    t = ins.info  # ops_int._prep_type
+    if t not in ("f32", "f64") or not set(ins.mods) <= {t}:
+        return None
+    fast, slow = (np.fmin, fp.fmin) if ins.op == "min" else (np.fmax, fp.fmax)
+    dst, x, y = ins.operands[0], ins.operands[1], ins.operands[2]
+
+    def run(w, ins, sel, pc):
+        a = np.asarray(w.get(x, t, sel, pc))
+        b = np.asarray(w.get(y, t, sel, pc))
+        r = fast(a, b)
+        if not r.all() or np.isnan(r).any():  # a zero (its sign) or a NaN: the full rule
+            sa, sb = _shape(a, b)
+            return _write(w, ins, slow(sa, sb, False, False), t, sel, (a, b))
+        w.put(dst, r, t, sel)
+        return None
+
+    return run
+
+
 def fma(w, ins, sel, pc):
     t = last_type(ins)
     ftz, sat, relu = _flags(ins)

@@ -180,8 +180,10 @@ class Scheduler:
                     self.add(pc + 1, idx)
                     self.progress += 1
                     return True
-                run_idx = idx[p]
-                skipped = idx[~p]
+                if sel is ALL:  # idx is every thread of the wave, 0..N-1: the mask's positions
+                    run_idx, skipped = np.flatnonzero(p), np.flatnonzero(~p)
+                else:
+                    run_idx, skipped = idx[p], idx[~p]
                 sel = run_idx
         if self.hooks is not None:
             self.hooks.before(ins, run_idx)
