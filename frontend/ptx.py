@@ -9,6 +9,12 @@ problems it is certain of (unbalanced braces) come back as data in
 What it returns (``PtxModule`` and the rest, with their positions) is ``ptx_model.py``.
 Positions are 0-based (line, column) in the original text. Comments and string literals are
 blanked out first, keeping every other character where it was, so positions stay exact.
+
+Why this file is long: it is the one reader, and its parts share one blanked text and its
+private scanners (the header, a parameter list's fields, the statement splitter, a body's
+declarations and uses). What it returns is already apart (``ptx_model.py``); what other rooms
+ask without a full parse (``find_entries``, ``scan_header``) reuses those scanners, so it sits
+beside them.
 """
 
 from __future__ import annotations
