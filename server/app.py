@@ -94,6 +94,8 @@ class PtxlsServer(LanguageServer):
         self.user_settings: dict = {}  # the ptxls section of initializationOptions
         self._feature_states: dict[type, object] = {}
         self.inflight = InFlight()  # commands running now (cancel, replace, stop at shutdown)
+        # how many messages were read and wait to be dispatched (the transport sets it)
+        self.messages_waiting: Callable[[], int] = lambda: 0
 
     def state(self, kind: type[State]) -> State:
         """The feature state of type ``kind`` (a dataclass the feature module declares), made

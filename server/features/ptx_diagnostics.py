@@ -120,6 +120,9 @@ async def _handle_opens(ls: PtxlsServer) -> None:
     """The didOpens of a burst, one per turn of the loop (requests are answered in between)."""
     state = ls.state(PtxCheckState)
     while state.opening:
+        await _until_read_up(ls)
+        if not state.opening:
+            break
         uri = next(iter(state.opening))
         params = state.opening.pop(uri)
         if ls.open_document(uri) is not None:  # not closed meanwhile
@@ -130,6 +133,20 @@ async def _handle_opens(ls: PtxlsServer) -> None:
                     ls.report_server_error(e, hook)
             _schedule(ls, uri, on_save=True, opened=True)
         await asyncio.sleep(0)
+
+
+# How long an open's hooks and check may wait for the messages read before them to be
+# dispatched (a client that never stops sending must not starve its opens).
+OPEN_WAITS_FOR_MESSAGES_S = 0.5
+
+
+async def _until_read_up(ls: PtxlsServer) -> None:
+    """Wait while messages that arrived are still waiting to be dispatched: a burst of didOpens
+    is taken in whole (and the requests among it answered) before the opens' hooks, status
+    notifications and checks start, one per turn of the loop."""
+    deadline = asyncio.get_running_loop().time() + OPEN_WAITS_FOR_MESSAGES_S
+    while ls.messages_waiting() and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.005)
 
 
 def did_change(ls: PtxlsServer, params: types.DidChangeTextDocumentParams) -> None:
