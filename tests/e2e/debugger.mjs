@@ -13,13 +13,12 @@
 //
 // Started by .ci/vscode-e2e.sh after run.mjs (same variables), or alone:
 //   CODE_SERVER=… PTXLS_VSIX=vscode-client/ptxls.vsix node tests/e2e/debugger.mjs
-import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
-import { clickEditor, freePort, goToLine, openFromExplorer, recorder, runCommand, waitFor } from "./driver.mjs";
+import { clickEditor, goToLine, openFromExplorer, recorder, runCommand, startCodeServer as startVsCode, waitFor } from "./driver.mjs";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const REPO = resolve(HERE, "../..");
@@ -212,72 +211,8 @@ async function hoverAtCursor(page) {
 
 // ---------------------------------------------------------------------------- plumbing
 
-async function startCodeServer(tmp, workspace) {
-  const port = await freePort();
-  const dirs = Object.fromEntries(["user-data", "extensions", "xdg-data", "xdg-config", "xdg-cache"].map((d) => [d, join(tmp, d)]));
-  Object.values(dirs).forEach((d) => mkdirSync(d, { recursive: true }));
-  mkdirSync(join(dirs["user-data"], "User"), { recursive: true });
-  writeFileSync(
-    join(dirs["user-data"], "User/settings.json"),
-    JSON.stringify({
-      "workbench.startupEditor": "none",
-      "workbench.tips.enabled": false,
-      "security.workspace.trust.enabled": false,
-      "telemetry.telemetryLevel": "off",
-      "extensions.autoCheckUpdates": false,
-      "extensions.autoUpdate": false,
-      "extensions.ignoreRecommendations": true,
-      "update.mode": "none",
-      "editor.hover.delay": 300,
-      "chat.commandCenter.enabled": false,
-      "workbench.secondarySideBar.defaultVisibility": "hidden",
-      "debug.toolBarLocation": "floating",
-    }),
-  );
-  const config = join(tmp, "code-server.yaml");
-  writeFileSync(config, "auth: none\ncert: false\n");
-  const childEnv = { ...process.env, XDG_DATA_HOME: dirs["xdg-data"], XDG_CONFIG_HOME: dirs["xdg-config"], XDG_CACHE_HOME: dirs["xdg-cache"] };
-  const install = spawnSync(process.execPath, [CODE_SERVER, "--install-extension", VSIX, "--extensions-dir", dirs.extensions, "--user-data-dir", dirs["user-data"]], { env: childEnv, encoding: "utf8" });
-  if (install.status !== 0) throw new Error(`code-server --install-extension failed:\n${install.stdout}\n${install.stderr}`);
-  const child = spawn(
-    process.execPath,
-    [CODE_SERVER, "--config", config, "--auth", "none", "--bind-addr", `127.0.0.1:${port}`, "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
-      "--user-data-dir", dirs["user-data"], "--extensions-dir", dirs.extensions, workspace],
-    { env: childEnv, detached: true, stdio: ["ignore", "pipe", "pipe"] },
-  );
-  let output = "";
-  child.stdout.on("data", (d) => (output += d));
-  child.stderr.on("data", (d) => (output += d));
-  const url = `http://127.0.0.1:${port}`;
-  await waitFor(async () => {
-    if (child.exitCode !== null) throw new Error(`code-server exited (${child.exitCode}):\n${output}`);
-    return fetch(`${url}/healthz`).then((r) => r.ok, () => false);
-  }, "code-server to answer /healthz", 60_000);
-  return {
-    url,
-    async stop() {
-      writeFileSync(join(OUT, "code-server.log"), output);
-      try {
-        process.kill(-child.pid, "SIGTERM");
-      } catch {
-        return;
-      }
-      const deadline = Date.now() + 5000;
-      while (Date.now() < deadline) {
-        try {
-          process.kill(-child.pid, 0);
-        } catch {
-          return;
-        }
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      try {
-        process.kill(-child.pid, "SIGKILL");
-      } catch {
-        // already gone
-      }
-    },
-  };
+function startCodeServer(tmp, workspace) {
+  return startVsCode({ codeServer: CODE_SERVER, vsix: VSIX, tmp, workspace, log: join(OUT, "code-server.log"), settings: { "debug.toolBarLocation": "floating" } });
 }
 
 main()

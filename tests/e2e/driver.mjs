@@ -1,8 +1,10 @@
 // What the two code-server drivers share (run.mjs: setup, editor features, lowering;
-// debugger.mjs: the debugger): the editor gestures, the steps with their screenshots and
+// debugger.mjs: the debugger): code-server started and stopped, the editor gestures, the steps with their screenshots and
 // results, and small waits. Each gesture waits for VS Code to show that it happened.
-import { join } from "node:path";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
+import { join } from "node:path";
 
 export async function openFromExplorer(page, name) {
   if (!(await page.locator(".explorer-folders-view").first().isVisible())) {
@@ -96,4 +98,80 @@ export function recorder(out, { onShot = () => undefined } = {}) {
     }
   };
   return rec;
+}
+
+// What every run's VS Code user settings say: no welcome, tips, trust prompt, telemetry, update
+// or recommendation, and hovers quick enough for a test.
+const SETTINGS = {
+  "workbench.startupEditor": "none",
+  "workbench.tips.enabled": false,
+  "workbench.welcomePage.walkthroughs.openOnInstall": false,
+  "security.workspace.trust.enabled": false,
+  "telemetry.telemetryLevel": "off",
+  "extensions.autoCheckUpdates": false,
+  "extensions.autoUpdate": false,
+  "extensions.ignoreRecommendations": true,
+  "update.mode": "none",
+  "editor.hover.delay": 300,
+  "chat.commandCenter.enabled": false,
+  "workbench.secondarySideBar.defaultVisibility": "hidden",
+};
+
+// code-server on a free loopback port with the .vsix installed, its user data and XDG folders
+// under `tmp`, `workspace` open. `env(xdg)` makes the children's environment from the XDG
+// variables; `checkEnv(env)` may refuse it; `settings` are added to SETTINGS. Its own process
+// group (detached = setsid): a file-watcher child outlives the main pid, so `stop()` kills the
+// whole group, after writing code-server's output to `log`.
+export async function startCodeServer({ codeServer, vsix, tmp, workspace, log, installLog = null, settings = {}, env = (xdg) => ({ ...process.env, ...xdg }), checkEnv = () => undefined }) {
+  const port = await freePort();
+  const dirs = Object.fromEntries(["user-data", "extensions", "xdg-data", "xdg-config", "xdg-cache"].map((d) => [d, join(tmp, d)]));
+  Object.values(dirs).forEach((d) => mkdirSync(d, { recursive: true }));
+  mkdirSync(join(dirs["user-data"], "User"), { recursive: true });
+  writeFileSync(join(dirs["user-data"], "User/settings.json"), JSON.stringify({ ...SETTINGS, ...settings }, null, 2));
+  const config = join(tmp, "code-server.yaml");
+  writeFileSync(config, "auth: none\ncert: false\n");
+  const childEnv = env({ XDG_DATA_HOME: dirs["xdg-data"], XDG_CONFIG_HOME: dirs["xdg-config"], XDG_CACHE_HOME: dirs["xdg-cache"] });
+  checkEnv(childEnv);
+  const install = spawnSync(process.execPath, [codeServer, "--install-extension", vsix, "--extensions-dir", dirs.extensions, "--user-data-dir", dirs["user-data"]], { env: childEnv, encoding: "utf8" });
+  if (installLog) writeFileSync(installLog, `${install.stdout}\n${install.stderr}`);
+  if (install.status !== 0) throw new Error(`code-server --install-extension failed:\n${install.stdout}\n${install.stderr}`);
+  const child = spawn(
+    process.execPath,
+    [codeServer, "--config", config, "--auth", "none", "--bind-addr", `127.0.0.1:${port}`, "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
+      "--user-data-dir", dirs["user-data"], "--extensions-dir", dirs.extensions, workspace],
+    { env: childEnv, detached: true, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let output = "";
+  child.stdout.on("data", (d) => (output += d));
+  child.stderr.on("data", (d) => (output += d));
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(async () => {
+    if (child.exitCode !== null) throw new Error(`code-server exited (${child.exitCode}):\n${output}`);
+    return fetch(`${url}/healthz`).then((r) => r.ok, () => false);
+  }, "code-server to answer /healthz", 60_000);
+  return {
+    url,
+    async stop() {
+      writeFileSync(log, output);
+      try {
+        process.kill(-child.pid, "SIGTERM");
+      } catch {
+        return;
+      }
+      const deadline = Date.now() + 5000;
+      while (Date.now() < deadline) {
+        try {
+          process.kill(-child.pid, 0);
+        } catch {
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    },
+  };
 }

@@ -29,7 +29,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
-import { clickEditor, freePort, goToLine, openFromExplorer, recorder, runCommand, skip, waitFor } from "./driver.mjs";
+import { clickEditor, goToLine, openFromExplorer, recorder, runCommand, skip, startCodeServer as startVsCode, waitFor } from "./driver.mjs";
 import { hoverText, LspProbe } from "./lsp-probe.mjs";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -985,92 +985,23 @@ function testEnv(extra = {}) {
   return env;
 }
 
-async function startCodeServer(tmp, workspace, extraEnv = {}) {
-  const port = await freePort();
-  const dirs = Object.fromEntries(["user-data", "extensions", "xdg-data", "xdg-config", "xdg-cache"].map((d) => [d, join(tmp, d)]));
-  Object.values(dirs).forEach((d) => mkdirSync(d, { recursive: true }));
-  mkdirSync(join(dirs["user-data"], "User"), { recursive: true });
-  writeFileSync(
-    join(dirs["user-data"], "User/settings.json"),
-    JSON.stringify(
-      {
-        "workbench.startupEditor": "none",
-        "workbench.tips.enabled": false,
-        "workbench.welcomePage.walkthroughs.openOnInstall": false,
-        "security.workspace.trust.enabled": false,
-        "telemetry.telemetryLevel": "off",
-        "extensions.autoCheckUpdates": false,
-        "extensions.autoUpdate": false,
-        "extensions.ignoreRecommendations": true,
-        "update.mode": "none",
-        "editor.hover.delay": 300,
-        "chat.commandCenter.enabled": false,
-        "workbench.secondarySideBar.defaultVisibility": "hidden",
-      },
-      null,
-      2,
-    ),
-  );
-  const config = join(tmp, "code-server.yaml");
-  writeFileSync(config, "auth: none\ncert: false\n");
-  const childEnv = testEnv({
-    XDG_DATA_HOME: dirs["xdg-data"],
-    XDG_CONFIG_HOME: dirs["xdg-config"],
-    XDG_CACHE_HOME: dirs["xdg-cache"],
-    // pip's own cache (the XDG_CACHE_HOME above would hide it): the wheels the project's install
+function startCodeServer(tmp, workspace, extraEnv = {}) {
+  return startVsCode({
+    codeServer: CODE_SERVER,
+    vsix: VSIX,
+    tmp,
+    workspace,
+    log: join(OUT, Object.keys(extraEnv).length ? "code-server-offline.log" : "code-server.log"),
+    installLog: join(OUT, "install-extension.log"),
+    // pip's own cache (the XDG_CACHE_HOME would hide it): the wheels the project's install
     // already downloaded are not fetched again. Packages still come through the index.
-    PIP_CACHE_DIR: pipCacheDir(),
-    ...extraEnv,
-  });
-  // The empty state: no python3 on PATH may already have ptxls.
-  const has = spawnSync("python3", ["-c", "import ptxls"], { env: childEnv });
-  if (has.status === 0) throw new Error("python3 on PATH can import ptxls, so this is not an empty machine state; run with a PATH whose python3 lacks it");
-  const install = spawnSync(process.execPath, [CODE_SERVER, "--install-extension", VSIX, "--extensions-dir", dirs.extensions, "--user-data-dir", dirs["user-data"]], { env: childEnv, encoding: "utf8" });
-  writeFileSync(join(OUT, "install-extension.log"), `${install.stdout}\n${install.stderr}`);
-  if (install.status !== 0) throw new Error(`code-server --install-extension failed:\n${install.stdout}\n${install.stderr}`);
-
-  const log = join(OUT, Object.keys(extraEnv).length ? "code-server-offline.log" : "code-server.log");
-  // Its own process group (detached = setsid): a file-watcher child outlives the main pid,
-  // so stopping means killing the whole group.
-  const child = spawn(
-    process.execPath,
-    [CODE_SERVER, "--config", config, "--auth", "none", "--bind-addr", `127.0.0.1:${port}`, "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
-      "--user-data-dir", dirs["user-data"], "--extensions-dir", dirs.extensions, workspace],
-    { env: childEnv, detached: true, stdio: ["ignore", "pipe", "pipe"] },
-  );
-  let output = "";
-  child.stdout.on("data", (d) => (output += d));
-  child.stderr.on("data", (d) => (output += d));
-  const url = `http://127.0.0.1:${port}`;
-  await waitFor(async () => {
-    if (child.exitCode !== null) throw new Error(`code-server exited (${child.exitCode}):\n${output}`);
-    return fetch(`${url}/healthz`).then((r) => r.ok, () => false);
-  }, "code-server to answer /healthz", 60_000);
-  return {
-    url,
-    async stop() {
-      writeFileSync(log, output);
-      try {
-        process.kill(-child.pid, "SIGTERM");
-      } catch {
-        return;
-      }
-      const deadline = Date.now() + 5000;
-      while (Date.now() < deadline) {
-        try {
-          process.kill(-child.pid, 0);
-        } catch {
-          return;
-        }
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      try {
-        process.kill(-child.pid, "SIGKILL");
-      } catch {
-        // already gone
-      }
+    env: (xdg) => testEnv({ ...xdg, PIP_CACHE_DIR: pipCacheDir(), ...extraEnv }),
+    checkEnv(childEnv) {
+      // The empty state: no python3 on PATH may already have ptxls.
+      const has = spawnSync("python3", ["-c", "import ptxls"], { env: childEnv });
+      if (has.status === 0) throw new Error("python3 on PATH can import ptxls, so this is not an empty machine state; run with a PATH whose python3 lacks it");
     },
-  };
+  });
 }
 
 // The ptxls wheel the installed .vsix carries (bundled/ptxls-*.whl in its extension folder).
