@@ -23,12 +23,21 @@ Keywords (all optional):
 """
 
 import contextlib
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+# Every emulated case of every process the suite starts (CLI, server, GPU-test worker) gets a
+# tenth of the emulator's default work budget (gputest/emulated.py: CASE_BUDGET, ~2.5 s a case
+# on two cores): a lowering of vec_add.cu ran its 16M-element size twice (kernel and nvcc's
+# reference) on the emulator in each of a dozen tests that check something else. The largest
+# size still runs, cut to what fits (~1M elements for vec_add), with its note in the report;
+# tests of the budget itself pass their own (tests/test_emulator_harness.py).
+os.environ.setdefault("PTXLS_EMULATOR_BUDGET", str(250_000_000))
 
 # Older tests import the LSP helpers from conftest; the GPU machine has no pytest-lsp, and there
 # the LSP tests are not collected (they import pytest_lsp themselves).
