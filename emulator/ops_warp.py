@@ -72,6 +72,8 @@ def _permutation(w, mode: str, b: int, c: int, nw: int) -> tuple[np.ndarray, np.
     key = (mode, b, c, nw)
     got = w.lane_cache.get(key)
     if got is None:
+        if len(w.lane_cache) >= 64:  # a bound on what a wave keeps (a kernel uses a few)
+            w.lane_cache.clear()
         got = w.lane_cache[key] = _lanes(mode, b, c, nw)
     return got
 
