@@ -21,8 +21,10 @@ def hover_ok(server: RawServer) -> None:
     assert "mad" in str(reply.get("result")), reply
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def server():
+    """One server for the tests that damage the stream: each ends with two answered hovers,
+    so the next starts on a stream in step (tests/test_probe_trust_protocol.py does the same)."""
     with RawServer() as s:
         s.initialize()
         s.open(URI, TEXT)
