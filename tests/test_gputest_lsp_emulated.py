@@ -1,8 +1,10 @@
 """ "Run GPU test" on the CPU emulator, through the real server process and a real LSP client
 (pytest-lsp): with ``ptxls.test.device`` = "cpu" the command runs the kernel's test on the
 emulator; the hover and the lens say it was emulated, never GPU-verified, and show no time; what
-the emulator saw while running (an out-of-bounds shared-memory read) becomes a diagnostic on the
-PTX line that did it. The GPU is hidden, so this runs the same on CI and on a GPU machine."""
+the emulator saw while running becomes a diagnostic on the PTX line that did it, labelled the
+emulator's: an out-of-bounds shared-memory read (it fails the test) as an Error, a read of an
+output before the kernel wrote it (a warning: the test passes, as it does on a GPU) as a Warning.
+The GPU is hidden, so this runs the same on CI and on a GPU machine."""
 
 from __future__ import annotations
 
@@ -17,6 +19,9 @@ from lsp_helpers import EXAMPLES, open_doc
 
 ENV = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
 PLANTED = EXAMPLES.parent / "tests" / "data" / "sanitizer" / "planted" / "shared_oob.ptx"
+# y[i] = max(y[i], x[i]) with y a pure output: reads y before writing it
+READS_ITS_OUTPUT = PLANTED.with_name("uninit_read.ptx")
+EMULATOR = "ptxls emulator"  # the source the server gives the emulator's findings
 
 pytestmark = [
     pytest.mark.lsp(env=ENV, options={"debounceMs": 50, "test": {"device": "cpu"}}),
@@ -80,6 +85,35 @@ async def test_an_emulator_finding_is_a_diagnostic_on_its_ptx_line(
     assert oob == 47
     pub = [p for p in client.publishes if p.uri == uri][-1]  # published before it answered
     [d] = [d for d in pub.diagnostics if d.range.start.line == oob]  # one per kind and line
-    assert d.source == "gpu-test" and d.severity == types.DiagnosticSeverity.Error
+    assert d.source == EMULATOR and d.severity == types.DiagnosticSeverity.Error
     assert "emulator" in d.message and "out-of-bounds" in d.message, d.message
     assert "thread" in d.message, d.message  # which thread did it
+
+
+async def test_a_read_of_an_unwritten_output_passes_with_one_warning_on_its_line(
+    client: LanguageClient, tmp_path
+):
+    ptx = tmp_path / "uninit_read.ptx"
+    shutil.copy(READS_ITS_OUTPUT, ptx)
+    text = ptx.read_text()
+    uri = ptx.as_uri()
+    open_doc(client, uri, text, "ptx")
+    result = await _run(client, uri, "max_into_out")
+    assert result["status"] == "pass", result  # a GPU reads the poison too: not a failure
+    lines = text.splitlines()
+    read = next(i for i, t in enumerate(lines) if "y[i] before anything wrote it" in t)
+    pub = [p for p in client.publishes if p.uri == uri][-1]  # published before it answered
+    ours = [d for d in pub.diagnostics if d.source == EMULATOR]
+    assert [(d.range.start.line, d.severity) for d in ours] == [
+        (read, types.DiagnosticSeverity.Warning)
+    ], ours
+    [d] = ours
+    assert d.code == "uninitialized-global", d
+    assert "emulator" in d.message and "not a failure" in d.message, d.message
+    assert "GPU" not in d.source
+    # a passed test puts nothing else of its own in the buffer: no Error from the test
+    assert not [
+        d
+        for d in pub.diagnostics
+        if d.source in ("gpu-test", EMULATOR) and d.severity == types.DiagnosticSeverity.Error
+    ], pub.diagnostics

@@ -1,7 +1,9 @@
 """ "Run GPU test" in the editor: a code lens on every ``.entry`` (PTX) and ``__global__`` (CUDA),
 the ``ptxls.runGpuTest`` command (uri, kernel) with cancellable ``$/progress``, results cached
 per (uri, kernel) with the document version they were computed for, a hover on the kernel's line
-that reads only that cache (stale after an edit), and ``gpu-test`` error diagnostics on failure.
+that reads only that cache (stale after an edit), ``gpu-test`` error diagnostics on failure, and
+the CPU emulator's findings on their PTX lines (source "ptxls emulator"; a warning as a Warning,
+for a passed test too).
 
 The GPU work itself is ``ptxls.gputest.api.run_gpu_test``: a killable worker process, so a kernel
 that faults or hangs costs a worker, never this server.
@@ -94,43 +96,80 @@ def hover(ls: PtxlsServer, params: types.HoverParams) -> types.Hover | None:
 # -- diagnostics -------------------------------------------------------------------------------
 
 
+EMULATOR = "ptxls emulator"  # the source of the emulator's findings: never "GPU"
+
+
 def _problems(ls: PtxlsServer, uri: str) -> list[Problem]:
-    """A failed test's problems where they point (an annotation), else on the kernel's name."""
+    """A failed test's problems where they point (an annotation), else on the kernel's name; and
+    the emulator's findings on their PTX lines, for a passed test as for a failed one: an error
+    (it failed its case) as an Error, a warning (emulator/errors.WARNING_KINDS: it changes no
+    verdict) as a Warning."""
     where = {name: (line, col) for name, line, col in kernels(ls, uri)}
     out = []
     for (u, name), cached in ls.state(GpuTestState).results.items():
         r = cached.value
-        if u != uri or r.passed or r.status == NO_GPU or name not in where:
+        if u != uri or r.status == NO_GPU or name not in where:
             continue
-        line, col = where[name]
         stale = is_stale(ls, uri, cached)
         prefix = "[stale: the buffer changed since this test] " if stale else ""
-        spots = [
-            (p.line, p.col, p.end_col if p.end_col > p.col else p.col + 1, short_tokens(p.message))
-            for p in r.problems
-            if p.line >= 0 and (not p.file or p.file == to_path(uri))
-        ]  # annotation problems point at the annotation itself
-        if not spots:
-            from ptxls.gputest import api  # numpy and the harness: on first use
-
-            spots = [(line, col, col + len(name), api.failure_feedback(r))]
-        if r.findings and kernel_language(ls, uri) == "ptx":  # the emulator's, on their PTX lines
-            doc = ls.open_document(uri)
-            text = doc.source.splitlines() if doc else []
-            spots += [
-                (
-                    f["line"] - 1,
-                    0,
-                    max(1, len(text[f["line"] - 1])),
-                    short_tokens(f.get("text", "")),
-                )
-                for f in r.findings
-                if isinstance(f.get("line"), int) and 0 < f["line"] <= len(text)
+        if not r.passed:
+            out += [
+                Problem(
+                    sline, scol, ecol, Severity.ERROR, prefix + message, PRODUCER, code=r.status
+                )  # fmt: skip
+                for sline, scol, ecol, message in _failure_spots(ls, uri, r, *where[name], name)
             ]
-        out += [
-            Problem(sline, scol, ecol, Severity.ERROR, prefix + message, PRODUCER, code=r.status)
-            for sline, scol, ecol, message in spots
-        ]
+        if r.findings and kernel_language(ls, uri) == "ptx":
+            out += _emulator_problems(ls, uri, r.findings, prefix)
+    return out
+
+
+def _failure_spots(
+    ls: PtxlsServer, uri: str, r: TestReport, line: int, col: int, name: str
+) -> list[tuple[int, int, int, str]]:
+    """Where a failed test says it failed: its annotation problems, else the kernel's name."""
+    spots = [
+        (p.line, p.col, p.end_col if p.end_col > p.col else p.col + 1, short_tokens(p.message))
+        for p in r.problems
+        if p.line >= 0 and (not p.file or p.file == to_path(uri))
+    ]  # annotation problems point at the annotation itself
+    if not spots:
+        from ptxls.gputest import api  # numpy and the harness: on first use
+
+        spots = [(line, col, col + len(name), api.failure_feedback(r))]
+    return spots
+
+
+def _emulator_problems(
+    ls: PtxlsServer, uri: str, findings: list[dict], prefix: str
+) -> list[Problem]:
+    """The emulator's findings (gputest/report.py's dicts: kind, severity, line, text) on their
+    PTX lines, the line's text without its indent; each (kind, line, severity) once."""
+    doc = ls.open_document(uri)
+    text = doc.source.splitlines() if doc else []
+    out, seen = [], set()
+    for f in findings:
+        line = f.get("line")
+        if not isinstance(line, int) or not 0 < line <= len(text):
+            continue
+        warning = f.get("severity", "error") == "warning"
+        key = (f.get("kind"), line, warning)
+        if key in seen:  # the same read in several cases: said once
+            continue
+        seen.add(key)
+        src = text[line - 1]
+        col = len(src) - len(src.lstrip())
+        out.append(
+            Problem(
+                line - 1,
+                col,
+                max(col + 1, len(src.rstrip())),
+                Severity.WARNING if warning else Severity.ERROR,
+                prefix + short_tokens(str(f.get("text", ""))),
+                EMULATOR,
+                code=str(f.get("kind") or "finding"),
+            )  # fmt: skip
+        )
     return out
 
 
