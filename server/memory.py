@@ -1,12 +1,12 @@
 """The server's memory given back: glibc's allocator set for a long session of large strings.
 
 A soak of five minutes (bench/soak_server.py: documents of 3-10 MB opened and closed, bursts
-of didOpen, 300 KB completion lists) left the server at a 385 MB median resident size while
-the Python heap it held was under 20 MB (tracemalloc). The rest was memory glibc kept after
-Python freed it: its mmap threshold rises to the largest block ever freed (up to 32 MB), so
-after the first large document every later text, body and reply of a few MB came from the
-heap, where a freed block in the middle stays resident; and each thread that allocates gets an
-arena of its own (up to 8 per core), each keeping its own freed memory.
+of didOpen, 300 KB completion lists) left the server at a 385 MB median resident size, while
+the Python heap it held 30 s into a soak was 14 MB (tracemalloc). The rest was memory glibc
+kept after Python freed it: its mmap threshold rises to the largest block ever freed (up to
+32 MB), so after the first large document every later text, body and reply of a few MB came
+from the heap, where a freed block in the middle stays resident; and each thread that
+allocates gets an arena of its own (up to 8 per core), each keeping its own freed memory.
 
 So at start-up (``tune_allocator``, Linux with glibc only; elsewhere nothing changes): blocks
 from 256 KB up are mapped and unmapped on their own (a fixed threshold also stops the rise),

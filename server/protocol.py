@@ -5,8 +5,9 @@ pygls 2.x runs a notification whose handler is a generator, a coroutine or a thr
 it files in ``_request_futures`` under a fresh uuid, and only a *request's* completion removes
 its entry (``_send_handler_result``); a notification's (``_check_handler_result``) does not. So
 every didChange, didOpen and didClose stayed in that dict for the server's life: 3,050 futures
-(each with a Condition, an RLock and a deque) after 30 s of the soak, 30,000 after five minutes,
-and pygls's ``shutdown`` walks them all. Here the entry goes as the notification's handler ends.
+(each with a Condition, an RLock and a deque) after 30 s of the soak (tracemalloc), one per
+document notification, some 40,000 in its five minutes; and pygls's ``shutdown`` walks them all.
+Here the entry goes as the notification's handler ends.
 """
 
 from __future__ import annotations
