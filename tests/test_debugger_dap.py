@@ -417,3 +417,32 @@ def test_buffers_page_and_other_threads_have_their_own_frames(dap):
     assert frames and "block (11,0,0) thread (3,0,0)" in frames[0]["name"]
     regs = dap.variables(frames[0]["id"], "Special registers")
     assert regs["%ctaid.x"]["value"] == "11"
+
+
+@pytest.mark.parametrize("stop_on_findings", [True, False])
+def test_a_warning_finding_is_shown_but_does_not_fail_the_exit_code(
+    dap, tmp_path, stop_on_findings
+):
+    """A register read before anything wrote it is an emulator warning (emulator/errors.py
+    WARNING_KINDS: a value a kernel may never use; ptxls test passes it): the run exits 0; with
+    the findings filter on it still stops there, the stop saying it is a warning."""
+    text = (ROOT / "examples" / "vec_add.ptx").read_text()
+    add = "    add.f32         %f3, %f1, %f2;"
+    planted = text.replace(add, "    add.f32         %f0, %f0, %f1;  // %f0: never written\n" + add)
+    assert planted != text
+    (tmp_path / "vec_add.ptx").write_text(planted)
+    shutil.copy(ROOT / "examples" / "vec_add.cu", tmp_path / "vec_add.cu")  # the spec
+    read = 1 + planted.splitlines().index(
+        "    add.f32         %f0, %f0, %f1;  // %f0: never written"
+    )
+    dap.start(str(tmp_path / "vec_add.ptx"), n=257)
+    dap.request("setExceptionBreakpoints", {"filters": ["findings"] if stop_on_findings else []})
+    dap.request("configurationDone")
+    if stop_on_findings:
+        ev = dap.wait_event("stopped")["body"]
+        assert ev["reason"] == "exception" and ev["description"] == "uninitialized-register", ev
+        assert ev["text"].startswith("warning (emulator-only, not a failure): "), ev
+        assert dap.top_frame(ev["threadId"])["line"] == read
+        dap.request("continue", {"threadId": ev["threadId"]})
+    assert dap.wait_event("exited")["body"]["exitCode"] == 0  # a warning fails nothing
+    dap.wait_event("terminated")
