@@ -14,7 +14,9 @@ fail and why, refused and which instruction, hang), the sizes run (and which wer
 the budget), the emulator's findings, thread-instructions and seconds; and the opcode families
 present in the kernels that ran to a verdict.
 
-    .venv/bin/python bench/emulator_coverage.py [--only NAME ...] [--budget N]
+    .venv/bin/python bench/emulator_coverage.py [--only NAME ...] [--budget N] [--part NAME]
+
+(``--part NAME`` writes <machine>-<date>-NAME: a second run of the day beside the first.)
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from machine import gpu_name  # noqa: E402
+from machine import gpu_name, machine_name, result_path  # noqa: E402
 
 LIB = ROOT / "fewshot" / "kernels"
 OUT = ROOT / "bench" / "results" / "emulator-coverage"
@@ -48,15 +50,45 @@ PLANTED_EXPECT = {  # by kernel
     "index_scaled_twice": "out-of-bounds",
     "swap_warps_no_barrier": "race",
     "swap_warps": "pass",  # the same swap with its barrier
-    "max_into_out": "uninitialized",  # reads an output before writing it
+    # reads its output before writing it: a GPU reads the harness's poison there and max() with
+    # the poison keeps x, so the case passes on both devices; the emulator warns on the line
+    "max_into_out": "warn:uninitialized",
 }
 
 
 # skips_when_done reads c[n-1] (its output) before writing it, to skip the work when it already
 # holds the answer: every launch starts with a pure output unwritten (the poison is the
-# harness's), so the emulator names that read, as compute-sanitizer's initcheck does. The GPU
-# test catches the cheat only in its timed re-runs.
-CHEATER_EXPECT = {"skips_when_done": "uninitialized"}
+# harness's), so the emulator names that read on its line, as compute-sanitizer's initcheck
+# does -- as a warning (emulator/errors.py WARNING_KINDS): a GPU reads the poison there and the
+# outputs are right, so the case passes on both devices. The GPU test catches the cheat only in
+# its timed re-runs.
+#
+# An expectation is "pass" or "refused" (the verdict), "warn:KIND" (the verdict is pass and a
+# warning's kind contains KIND), or KIND (the verdict is fail and a finding's kind contains
+# KIND: caught).
+CHEATER_EXPECT = {"skips_when_done": "warn:uninitialized"}
+
+
+def judge(expect: str, verdict: str, findings: list[dict]) -> bool | None:
+    """Whether a row's verdict and findings (kind, severity) meet its expectation."""
+    if expect in ("pass", "refused"):
+        return verdict == expect
+    if expect.startswith("warn:"):
+        want = expect.removeprefix("warn:")
+        return verdict == "pass" and any(
+            want in f.get("kind", "") and f.get("severity") == "warning" for f in findings
+        )
+    if expect:
+        return verdict == "fail" and any(expect in f.get("kind", "") for f in findings)
+    return None
+
+
+def _kinds(findings: list[dict]) -> list[str]:
+    """Each kind once, a warning's marked: 'uninitialized-global (warning)'."""
+    return sorted(
+        {f.get("kind", "") + (" (warning)" if f.get("severity") == "warning" else "")
+         for f in findings}
+    )  # fmt: skip
 
 
 def families(ptx: str, entry: str | None = None) -> list[str]:
@@ -127,13 +159,8 @@ def _row(item: dict, r, seconds: float) -> dict:
     expect = item.get("expect")
     if item["group"] == "planted":
         expect = PLANTED_EXPECT.get(r.kernel, "")
-    kinds = sorted({f.get("kind", "") for f in r.findings})
-    if expect in ("pass", "refused"):
-        met = verdict == expect
-    elif expect:
-        met = any(expect in k for k in kinds)
-    else:
-        met = None
+    kinds = _kinds(r.findings)
+    met = judge(expect or "", verdict, r.findings)
     text = item.get("ptx") or (Path(item["path"]).read_text() if item.get("path") else "")
     return {
         **_meta(item),
@@ -150,7 +177,12 @@ def _row(item: dict, r, seconds: float) -> dict:
         "sizes": r.sizes,
         "cases_passed": sum(c.passed for c in r.cases),
         "findings": [
-            {"kind": f.get("kind"), "line": f.get("line"), "text": f.get("text")}
+            {
+                "kind": f.get("kind"),
+                "severity": f.get("severity", "error"),
+                "line": f.get("line"),
+                "text": f.get("text"),
+            }
             for f in r.findings[:8]
         ],  # fmt: skip
         "finding_kinds": kinds,
@@ -276,7 +308,7 @@ def rejudge(path: Path) -> int:
         stem = Path(r["name"]).stem
         if r["group"] == "cheaters" and stem in CHEATER_EXPECT:
             r["expected"] = CHEATER_EXPECT[stem]
-            r["as_expected"] = any(r["expected"] in k for k in r.get("finding_kinds", []))
+            r["as_expected"] = judge(r["expected"], r["verdict"], r.get("findings", []))
     rows, meta = data["rows"], data["meta"]
     unexpected = [r["name"] for r in rows if r.get("as_expected") is False]
     meta["totals"] = {**{k: v for k, v in meta["totals"].items() if k != "unexpected"},
@@ -296,7 +328,8 @@ def markdown(rows: list[dict], meta: dict) -> str:
         "# Emulator coverage",
         "",
         f"{meta['date']}, {meta['machine']} ({meta['cpu']}), Python {meta['python']}; "
-        f"`.venv/bin/python bench/emulator_coverage.py`; every kernel through the real harness "
+        f"`{meta.get('command', '.venv/bin/python bench/emulator_coverage.py')}`; every kernel "
+        "through the real harness "
         f'on the CPU emulator (`device="cpu"`, seed 7), budget {meta["budget"]:,} '
         "work units per case (gputest/emulated.py: the engine's work per thread by instruction "
         "class, and per scheduler step). Emulated results: not GPU-verified, no times "
@@ -305,6 +338,10 @@ def markdown(rows: list[dict], meta: dict) -> str:
         f"The whole library's tests: {meta.get('library_seconds')} s wall; load average "
         f"{_load(meta.get('load_average_start'))} at the start, {_load(meta.get('load_average_end'))} "
         "at the end (a shared 2-core machine: other jobs ran beside it).",
+        "",
+        "Expected: `pass`, `refused`, a finding's kind (the case fails and a finding names "
+        "it: caught), or `warn:KIND` (the case passes, as on a GPU, and an emulator-only "
+        "warning names it on its line).",
         "",
         "| group | kernel | verdict | expected | sizes | findings | thread-instr. | s |",
         "|:--|:--|:--|:--|:--|:--|--:|--:|",
@@ -339,6 +376,7 @@ async def main(argv: list[str]) -> int:
     ap.add_argument("--only", nargs="*", help="names containing one of these")
     ap.add_argument("--budget", type=int, help="thread-instructions per case")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--part", default="", help="suffix of the result's file name")
     ap.add_argument("--rejudge", metavar="JSON", help="re-judge a results JSON's rows against "
                     "the expectations here (no run) and rewrite its .json and .md")  # fmt: skip
     args = ap.parse_args(argv)
@@ -377,10 +415,12 @@ async def main(argv: list[str]) -> int:
     unexpected = [r["name"] for r in rows if r.get("as_expected") is False]
     meta = {
         "date": datetime.date.today().isoformat(),
-        "machine": platform.node(),
+        "machine": machine_name(),
+        "host": platform.node(),
         "cpu": platform.processor() or platform.machine(),
         "python": platform.python_version(),
         "gpu": gpu_name(),
+        "command": " ".join([".venv/bin/python bench/emulator_coverage.py", *argv]),
         "budget": args.budget or CASE_BUDGET,
         "families": fams,
         "totals": {**totals, "unexpected": unexpected},
@@ -393,8 +433,7 @@ async def main(argv: list[str]) -> int:
         "load_average_end": os.getloadavg(),
     }
     if not args.no_write:
-        OUT.mkdir(parents=True, exist_ok=True)
-        stem = OUT / f"{meta['machine']}-{meta['date']}"
+        stem = result_path("emulator-coverage", "json", args.part).with_suffix("")
         stem.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
         stem.with_suffix(".md").write_text(markdown(rows, meta))
         print(f"wrote {stem}.json and .md", file=sys.stderr)
