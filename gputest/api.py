@@ -12,7 +12,7 @@ import asyncio
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ptxls.frontend.kernels import kernels_in
@@ -22,7 +22,6 @@ from ptxls.frontend.ptx import ptx_target, ptx_version
 from . import build
 from .emulated import run_on_emulator
 from .launch import launch_dims, scalar_env
-from .library_spec import library_resolution, spec_json_beside
 from .pairing import SpecResolution, infer_spec_from_cuda, spec_for_ptx
 from .report import (
     BUILD_ERROR,
@@ -39,8 +38,9 @@ from .report import (
 )  # fmt: skip
 from .spec import TestSpec
 from .spec_check import check_spec
+from .spec_source import SpecSource, resolve_spec
 from .supervisor import Supervisor, shared_supervisor
-from .triton_ref import paired_triton
+from .triton_ref import with_triton_shared
 
 __all__ = [
     "run_gpu_test", "run_gpu_test_cuda", "run_gpu_test_file", "infer_spec_from_cuda",
@@ -138,32 +138,18 @@ async def run_gpu_test(
     opts = GpuTestOptions(**options)
     started = time.monotonic()
     resolution = SpecResolution(spec, [], reference_cuda, reference_path)
-
-    def resolve() -> SpecResolution:
-        resolution = None
-        if spec_path:
-            resolution = library_resolution(ptx_text, kernel, Path(spec_path), explicit=True)
-        elif (beside := spec_json_beside(ptx_path)) is not None:
-            resolution = library_resolution(ptx_text, kernel, beside, explicit=False)
-        if resolution is not None and reference_cuda is not None:
-            resolution.reference_source, resolution.reference_path = reference_cuda, reference_path
-        if resolution is None:
-            resolution = spec_for_ptx(ptx_text, kernel, ptx_path=ptx_path,
-                                      reference_cuda=reference_cuda, reference_path=reference_path)  # fmt: skip
-        return resolution
-
-    paired = None
-    if spec is None and reference_cuda is None and not spec_path and not opts.triton_reference:
-        # A PTX lowered from a Triton kernel (its header names the .py) is tested against the
-        # Triton kernel itself (gputest/triton_ref.py).
-        paired = await paired_triton(ptx_text, kernel, ptx_path)
-    if paired is not None:
-        spec, problems, opts.triton_reference = paired
-        resolution = SpecResolution(spec, problems, None, None)
-    elif spec is None:
+    if spec is None:
         # Reads files and evaluates annotations (text from the repository): a worker thread,
-        # never the event loop.
-        resolution = await asyncio.to_thread(resolve)
+        # never the event loop. A PTX lowered from a Triton kernel (its header names the .py) is
+        # tested against the Triton kernel itself (gputest/triton_ref.py).
+        wanted = SpecSource("ptx", ptx_text, kernel, ptx_path or "",
+                            reference_cuda=reference_cuda, reference_path=reference_path,
+                            spec_file=spec_path or "", spec_json_beside=True,
+                            triton_header=not opts.triton_reference)  # fmt: skip
+        resolution = await asyncio.to_thread(resolve_spec, wanted)
+        if resolution.build is not None:  # paired with the Triton kernel its header names
+            await with_triton_shared(ptx_text, resolution)
+            opts.triton_reference = resolution.build.to_json()
     source = KernelSource("ptx", ptx_text, assembled)
     report = await _run(source, kernel, resolution, opts, reference_cuda is not None)
     report.seconds = time.monotonic() - started
@@ -178,8 +164,9 @@ async def run_gpu_test_cuda(
     ``options`` are ``GpuTestOptions`` fields."""
     opts = GpuTestOptions(**options)
     started = time.monotonic()
-    spec, problems = await asyncio.to_thread(infer_spec_from_cuda, cuda_text, kernel, path=path)
-    resolution = SpecResolution(spec, problems, reference_cuda, None)
+    resolved = await asyncio.to_thread(resolve_spec, SpecSource("cuda", cuda_text, kernel, path))
+    # the reference is the one named (``--ref``), else none: the source itself is under test
+    resolution = replace(resolved, reference_source=reference_cuda, reference_path=None)
     source = KernelSource("cuda", cuda_text)
     report = await _run(source, kernel, resolution, opts, reference_cuda is not None)
     report.seconds = time.monotonic() - started

@@ -13,7 +13,7 @@ import dataclasses
 import os
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ptxls.frontend.c_types import ptx_type_bits
@@ -24,19 +24,7 @@ from ptxls.toolchain.safe_read import UnreadableFile, read_regular_file
 from . import annotations as gputest_annotations  # (`annotations`: the __future__ name)
 from .cuda_source import infer_spec
 from .dtypes import DTYPES
-from .spec import SpecProblem, TestSpec, validate
-
-
-@dataclass
-class SpecResolution:
-    spec: TestSpec | None
-    problems: list[SpecProblem] = field(default_factory=list)
-    reference_source: str | None = None  # the paired CUDA text, when there is one
-    reference_path: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.spec is not None and not self.problems
+from .spec import SpecProblem, SpecResolution, TestSpec, validate
 
 
 def infer_spec_from_cuda(

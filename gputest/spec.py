@@ -4,8 +4,12 @@ reference and tolerance. Plain data that travels to the worker as JSON."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from .dtypes import DTYPES
+
+if TYPE_CHECKING:
+    from ptxls.frontend.triton_build import TritonBuild
 
 BLOCK = 256
 # 0 and 1; one short of a block and one past it; a size that is no multiple of the block (and
@@ -91,6 +95,36 @@ class SpecProblem:
         if self.line >= 0:
             return f"{where}{self.line + 1}:{self.col + 1}: {self.message}"
         return f"{where} {self.message}".strip() if where else self.message
+
+
+@dataclass
+class SpecResolution:
+    """What one kernel's source resolved to (``spec_source.resolve_spec``): the spec, or the
+    problems and why it cannot be tested; what the test compares against where that is a
+    source of its own (a paired CUDA, a Triton kernel's build)."""
+
+    spec: TestSpec | None
+    problems: list[SpecProblem] = field(default_factory=list)
+    reference_source: str | None = None  # the paired CUDA text, when there is one
+    reference_path: str | None = None
+    build: TritonBuild | None = None  # a Triton kernel's build: the reference its test launches
+    # why it cannot be tested: resolve_spec sets it whenever the resolution is not ok ("" when
+    # it is); a resolution made elsewhere may leave it to ``unusable``
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.spec is not None and not self.problems
+
+    @property
+    def unusable(self) -> str:
+        """Why it cannot be tested, in one line ("" when it can): the one wording of it."""
+        if self.ok:
+            return ""
+        if self.reason:
+            return self.reason
+        detail = "; ".join(str(getattr(p, "message", p)) for p in self.problems[:3])
+        return f"no usable test spec from the source ({detail or 'none inferred'})"
 
 
 def validate(spec: TestSpec) -> list[SpecProblem]:

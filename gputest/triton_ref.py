@@ -25,7 +25,7 @@ import numpy as np
 from ptxls.frontend.triton import read_triton
 from ptxls.toolchain.triton_compile import recipe_for
 
-from .spec import BLOCK, LaunchSpec, ParamSpec, SpecProblem, TestSpec
+from .spec import BLOCK, LaunchSpec, ParamSpec, SpecProblem, SpecResolution, TestSpec
 
 # Triton's type names -> the harness's
 TRITON_TO_DTYPE = {
@@ -110,30 +110,52 @@ def paired_triton_source(ptx_text: str, ptx_path: str | None) -> Path | None:
     return None
 
 
-async def paired_triton(ptx_text: str, kernel: str, ptx_path: str | None):
-    """For ``ptxls test`` of a .ptx lowered from a Triton kernel: (spec, problems, build JSON)
-    from the .py its header names, or None when it names none. A PTX that declares dynamic
-    shared memory (Triton's own PTX: ``.extern .shared``) gets the size Triton's compile of
-    the kernel reports (a separate process, as for the lowering)."""
-    import asyncio
-
-    source = await asyncio.to_thread(paired_triton_source, ptx_text, ptx_path)
+def paired_triton_resolution(
+    ptx_text: str, kernel: str, ptx_path: str | None
+) -> SpecResolution | None:
+    """The spec of a .ptx lowered from a Triton kernel, from the .py its header names, with
+    that kernel's build (its reference) when the spec is usable; None when it names none
+    (``spec_source.resolve_spec`` for ``ptxls test``). Reads files: off the event loop."""
+    source = paired_triton_source(ptx_text, ptx_path)
     if source is None:
         return None
-    text = await asyncio.to_thread(source.read_text, encoding="utf-8", errors="replace")
+    text = source.read_text(encoding="utf-8", errors="replace")
     if read_triton(text).kernel(kernel) is None:
         return None
-    spec, problems, build = await asyncio.to_thread(triton_spec, text, kernel, str(source))
+    spec, problems, build = triton_spec(text, kernel, str(source))
     if build is None or spec is None or problems:
-        return spec, problems, None
+        return SpecResolution(spec, problems)
     spec.origin.append(f"paired with {source.name} (the PTX's provenance header)")
+    return SpecResolution(spec, [], build=build)
+
+
+async def with_triton_shared(ptx_text: str, resolution: SpecResolution) -> None:
+    """A PTX that declares dynamic shared memory (Triton's own PTX: ``.extern .shared``) gets
+    the size Triton's compile of the kernel reports (a separate process, as for the lowering)."""
+    spec, build = resolution.spec, resolution.build
+    if spec is None or build is None:
+        return
     if _EXTERN_SHARED.search(ptx_text) and spec.launch.shared in ("", "0"):
         from ptxls.toolchain.triton_compile import triton_to_ptx
 
         compiled = await triton_to_ptx(build.to_json(), arch=_ptx_target(ptx_text))
         if compiled.ok and compiled.metadata:
             spec.launch.shared = str(compiled.metadata.get("shared", 0))
-    return spec, [], build.to_json()
+
+
+async def paired_triton(ptx_text: str, kernel: str, ptx_path: str | None):
+    """For ``ptxls test`` of a .ptx lowered from a Triton kernel: (spec, problems, build JSON)
+    from the .py its header names (``paired_triton_resolution``, its shared memory from
+    ``with_triton_shared``), or None when it names none."""
+    import asyncio
+
+    res = await asyncio.to_thread(paired_triton_resolution, ptx_text, kernel, ptx_path)
+    if res is None:
+        return None
+    if res.build is None:
+        return res.spec, res.problems, None
+    await with_triton_shared(ptx_text, res)
+    return res.spec, [], res.build.to_json()
 
 
 def _ptx_target(ptx: str) -> str:
