@@ -16,66 +16,32 @@ from .sources import SourceKernel
 from .verify import compile_only_verifier, gpu_availability, gpu_verifier
 
 if TYPE_CHECKING:
-    from ptxls.frontend.triton_build import TritonBuild
-    from ptxls.gputest.spec import TestSpec
+    from ptxls.gputest.spec import SpecResolution, TestSpec
 
 
 def request_spec(src: SourceKernel, job: LowerJob) -> tuple[TestSpec | None, str]:
-    """A plain-language request is GPU-testable when its comment block carries ``@gputest``
-    lines: the parameters in order and a numpy ``ref:`` (gputest/README.md), e.g.
-
-        // @ptx: relu(float* x, int n): x[i] = max(x[i], 0) for i < n
-        // @gputest x: inout f32[n]; n: size
-        // @gputest ref: x = np.maximum(x, 0)
-    """
-    no_ref = (
-        "no reference to test against for a plain-language request (add @gputest lines with a ref:)"
-    )
-    if job.describe or not src.name:
-        return None, no_ref
-    from ptxls.gputest import annotations
-
-    lines = job.text.splitlines()
-    spec, problems = annotations.apply(None, lines, src.end_line + 1, src.name, where="request")
-    if problems:
-        return None, "the request's @gputest lines have problems: " + "; ".join(
-            p.message for p in problems
-        )
-    if spec is None:
-        return None, no_ref
-    if not spec.numpy_ref:
-        return None, "the request's @gputest lines give no 'ref:' to compare with"
-    return spec, ""
+    """A plain-language request's spec, from its comment block's ``@gputest`` lines (a
+    ``ref:`` among them): ``source_spec`` of a request."""
+    return source_spec(src, job)
 
 
 def source_spec(src: SourceKernel, job: LowerJob) -> tuple[TestSpec | None, str]:
     """The test spec, from the source and the person only — never from a candidate's PTX
     (whose ``@gputest`` lines could loosen its own test): the CUDA signature and the source's
-    annotation / sidecar, the original PTX's annotation or paired CUDA ("Optimize"), or a
-    request's ``@gputest`` lines. (The spec, or None and why.)"""
-    spec, why, _build = _resolved(src, job)
-    return spec, why
+    annotation / sidecar, the original PTX's annotation or paired CUDA ("Optimize"), a Triton
+    signature, or a request's ``@gputest`` lines. (The spec, or None and why.)"""
+    res = _resolved(src, job)
+    return (None, res.reason) if res.reason else (res.spec, "")
 
 
-def _resolved(src: SourceKernel, job: LowerJob) -> tuple[TestSpec | None, str, TritonBuild | None]:
-    """``source_spec``'s answer, and a Triton kernel's build (the reference its test launches):
-    a Triton spec is built once per lowering, for both."""
-    from ptxls.gputest.pairing import SpecResolution
-    from ptxls.gputest.spec_source import SpecSource, resolve_spec, unusable
+def _resolved(src: SourceKernel, job: LowerJob) -> SpecResolution:
+    """The spec, a Triton kernel's build (the reference its test launches) or why it cannot be
+    tested: one call of gputest's resolver (``gputest/spec_source.py``), once per lowering."""
+    from ptxls.gputest.spec_source import SpecSource, resolve_spec
 
-    if src.kind == "request":
-        return (*request_spec(src, job), None)
-    build = None
-    if src.kind in ("cuda", "ptx"):
-        res = resolve_spec(SpecSource(src.kind, job.text, src.name, str(job.source_path)))
-    elif src.kind == "triton":
-        from .triton_reference import triton_test_spec
-
-        spec, problems, build = triton_test_spec(job.text, src.name, str(job.source_path))
-        res = SpecResolution(spec, problems)
-    else:
-        return None, f"no runnable {src.kind.capitalize()} reference", None
-    return (res.spec, "", build) if res.ok else (None, unusable(res), None)
+    # a request described on the command line has no comment block: nothing to test against
+    kernel = "" if src.kind == "request" and job.describe else src.name
+    return resolve_spec(SpecSource(src.kind, job.text, kernel, str(job.source_path), line=src.end_line + 1))  # fmt: skip
 
 
 def spec_text(spec) -> str:
@@ -146,7 +112,8 @@ async def default_verifier(
     """GPU-test against the source where a GPU is present and there is something to test
     against; otherwise compile-checked only, saying why. The spec is built here, from the
     source, and handed to the verifier: the candidate's own ``@gputest`` lines are never read."""
-    spec, why, build = _resolved(src, job)
+    res = _resolved(src, job)
+    spec, why, build = (None, res.reason, None) if res.reason else (res.spec, "", res.build)
     if job.compile_only:
         why = "compile-only requested"
         return compile_only_verifier(why), why, spec

@@ -151,7 +151,7 @@ def spec_from_sources(kernel: str, options: dict) -> tuple[TestSpec | None, str]
     never from the candidate being tested (its ``@gputest`` lines could loosen its own test)."""
     from pathlib import Path
 
-    from ptxls.gputest.spec_source import SpecSource, resolve_spec, unusable
+    from ptxls.gputest.spec_source import SpecSource, resolve_spec
 
     if options.get("reference_cuda") is not None:
         path = options.get("reference_path") or ""
@@ -162,7 +162,7 @@ def spec_from_sources(kernel: str, options: dict) -> tuple[TestSpec | None, str]
     else:
         return None, "no test spec from the source (no reference CUDA, no original PTX)"
     res = resolve_spec(source)
-    return (res.spec, "") if res.ok else (None, unusable(res))
+    return (res.spec, "") if res.ok else (None, res.unusable)
 
 
 class GpuVerifier:
