@@ -1,6 +1,7 @@
 """The test a lowering is held to, from the source and the person only — never from a
-candidate's PTX, whose ``@gputest`` lines could loosen its own test: the spec (through gputest's
-one resolver for CUDA and PTX, Triton's signature, a request's ``@gputest`` lines), the verifier
+candidate's PTX, whose ``@gputest`` lines could loosen its own test: the spec (one call of
+gputest's one resolver, ``spec_source.resolve_spec``, for CUDA, PTX, a Triton kernel with its
+build, a request's ``@gputest`` lines), the verifier
 that runs it (on the GPU, the CPU emulator, or compile-only, with why), the spec in one line for
 the provenance header, and what the prompt says the test will do.
 """
