@@ -245,9 +245,9 @@ async def nvcc_items(work: Path) -> list[dict]:
 
 
 async def triton_items() -> list[dict]:
+    from ptxls.gputest.spec_source import SpecSource, resolve_spec
     from ptxls.lowering.compiler_backend import lower_nvcc
     from ptxls.lowering.job import LowerJob
-    from ptxls.lowering.triton_reference import triton_test_spec
 
     items = []
     for py in sorted((ROOT / "examples").glob("*triton*.py")):
@@ -259,7 +259,8 @@ async def triton_items() -> list[dict]:
             if not out.ok:
                 items.append({**item, "error": out.message})
                 continue
-            spec, problems, build = triton_test_spec(text, kernel, str(py))
+            res = resolve_spec(SpecSource("triton", text, kernel, str(py)))
+            spec, problems, build = res.spec, res.problems, res.build
             if spec is None or problems:
                 items.append({**item, "error": "; ".join(map(str, problems))})
                 continue

@@ -76,11 +76,11 @@ async def execute(req: dict, supervisor=None, assembled=None) -> dict:
         opts["device"] = device
     kernel, ptx = req["kernel"], req["ptx"]
     if req.get("triton_source"):
-        from ptxls.lowering.triton_reference import triton_test_spec
+        from ptxls.gputest.spec_source import SpecSource, resolve_spec
 
-        spec, problems, build = await asyncio.to_thread(
-            triton_test_spec, req["triton_source"], kernel, req.get("triton_file") or "kernel.py"
-        )
+        wanted = SpecSource("triton", req["triton_source"], kernel, req.get("triton_file") or "kernel.py")  # fmt: skip
+        res = await asyncio.to_thread(resolve_spec, wanted)
+        spec, problems, build = res.spec, res.problems, res.build
         if spec is None or problems or build is None:
             why = "; ".join(str(p) for p in problems) or "no spec"
             return _untested(f"the Triton task has no usable spec ({why})")

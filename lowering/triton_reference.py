@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from ptxls.frontend.triton_build import TritonBuild
-from ptxls.gputest.triton_ref import gputest_types, triton_spec
+from ptxls.gputest.triton_ref import gputest_types
 from ptxls.toolchain.triton_compile import TritonCompile, recipe_for, triton_to_ptx
 from ptxls.toolchain.triton_compile import source_name as source_name  # for triton_sass
 
@@ -154,12 +154,6 @@ def _launch_note(build: TritonBuild | None, meta: dict) -> str:
     )
 
 
-def triton_test_spec(text: str, kernel: str, file_path: str | None):
-    """(TestSpec | None, problems, TritonBuild | None): the GPU test of a lowering of ``kernel``,
-    whose reference is the Triton kernel itself (``gputest/triton_ref.py``)."""
-    return triton_spec(text, kernel, file_path)
-
-
 async def gpu_test_against_triton(
     ptx: str, text: str, kernel: str, file_path: str | None, *, shared: int = 0, **kw
 ):
@@ -169,8 +163,10 @@ async def gpu_test_against_triton(
     its own PTX takes). Returns the gputest TestReport."""
     from ptxls.gputest import api
     from ptxls.gputest.report import SPEC_ERROR, TestReport
+    from ptxls.gputest.spec_source import SpecSource, resolve_spec
 
-    spec, problems, build = triton_test_spec(text, kernel, file_path)
+    res = resolve_spec(SpecSource("triton", text, kernel, file_path or ""))
+    spec, problems, build = res.spec, res.problems, res.build
     if spec is None or problems or build is None:
         summary = "; ".join(str(p) for p in problems) or "no spec"
         return TestReport(kernel, SPEC_ERROR, problems=problems, summary=summary)

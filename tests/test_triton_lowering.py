@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from ptxls.gputest.spec_source import SpecSource, resolve_spec
 from ptxls.lowering.show_ptx import show_ptx
-from ptxls.lowering.triton_reference import lower_with_triton, triton_test_spec
+from ptxls.lowering.triton_reference import lower_with_triton
 
 pytest.importorskip(
     "triton", reason="the triton extra is not installed (pip install -e '.[triton]')"
@@ -73,8 +74,9 @@ def test_reduction_kernel_and_its_gputest_spec():
     low = run(lower_with_triton(text, kernel="softmax_kernel", file_path="softmax_triton.py"))
     assert low.ok, low.message
     assert "ptxas: ok" in low.compile_summary and low.metadata["shared"] > 0  # cross-warp reduce
-    spec, problems, _ = triton_test_spec(text, "softmax_kernel", "softmax_triton.py")
-    assert problems == []
+    res = resolve_spec(SpecSource("triton", text, "softmax_kernel", "softmax_triton.py"))
+    spec, problems = res.spec, res.problems
+    assert problems == [] and res.build is not None  # the reference its test launches
     assert [(p.name, p.role, p.dtype, p.length) for p in spec.params if p.is_pointer] == [
         ("out_ptr", "out", "f32", "n*781"), ("in_ptr", "in", "f32", "n*781")]  # fmt: skip
     assert (spec.launch.grid, spec.launch.block) == ("n", "128")
