@@ -19,8 +19,9 @@ from pathlib import Path
 
 from ptxls.frontend.ptx import find_entries, ptx_target
 
-from .api import run_gpu_test, spec_for_ptx
+from .api import run_gpu_test
 from .library_spec import library_resolution, spec_json_beside
+from .spec_source import SpecSource, resolve_spec
 
 LIBRARY = Path(__file__).resolve().parent.parent / "fewshot" / "kernels"
 BENCH_TIMEOUT_S = 90.0  # per harness step (one size: inputs, reference, launches, checks)
@@ -108,14 +109,9 @@ async def prepare_library(paths: list[str], supervisor=None, arch: str | None = 
 def bench_sizes(ptx_text: str, kernel: str, ptx_path: str, spec_path: str | None) -> list[int]:
     """The spec's ``bench.sizes``, else its largest test size (the one that times the kernel
     rather than the launch)."""
-    res = None
-    if spec_path:
-        res = library_resolution(ptx_text, kernel, Path(spec_path), explicit=True)
-    elif (beside := spec_json_beside(ptx_path)) is not None:
-        res = library_resolution(ptx_text, kernel, beside, explicit=False)
-    if res is None:
-        res = spec_for_ptx(ptx_text, kernel, ptx_path=ptx_path)
-    spec = res.spec
+    wanted = SpecSource("ptx", ptx_text, kernel, ptx_path, spec_file=spec_path or "",
+                        spec_json_beside=True)  # fmt: skip
+    spec = resolve_spec(wanted).spec
     if spec is None:
         return []
     sizes = (spec.bench or {}).get("sizes") or []

@@ -278,18 +278,12 @@ async def run_job(job: _Job, result: SanitizeResult, started: float) -> Sanitize
 def _resolve_spec(job: _Job):
     """The spec as run_gpu_test will resolve it (--spec, a spec.json beside the file, the paired
     CUDA, the annotation), only to pick the one size to sanitize at."""
-    from .library_spec import library_resolution, spec_json_beside
-    from .pairing import spec_for_ptx
+    from .spec_source import SpecSource, resolve_spec
 
-    res = None
-    if job.opts.spec_path:
-        res = library_resolution(job.ptx_text, job.kernel, Path(job.opts.spec_path), explicit=True)
-    elif (beside := spec_json_beside(job.ptx_path)) is not None:
-        res = library_resolution(job.ptx_text, job.kernel, beside, explicit=False)
-    if res is None:
-        res = spec_for_ptx(job.ptx_text, job.kernel, ptx_path=job.ptx_path,
-                           reference_cuda=job.reference_cuda, reference_path=job.reference_path)  # fmt: skip
-    return res.spec
+    wanted = SpecSource("ptx", job.ptx_text, job.kernel, job.ptx_path or "",
+                        reference_cuda=job.reference_cuda, reference_path=job.reference_path,
+                        spec_file=job.opts.spec_path or "", spec_json_beside=True)  # fmt: skip
+    return resolve_spec(wanted).spec
 
 
 async def _run_tool(job: _Job, tool: str) -> ToolRun:
