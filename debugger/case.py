@@ -21,9 +21,7 @@ from ptxls.gputest import exprs
 from ptxls.gputest.dtypes import DTYPES, poison
 from ptxls.gputest.harness import _inputs, scalar_arg
 from ptxls.gputest.launch import launch_dims, scalar_env
-from ptxls.gputest.library_spec import library_resolution, spec_json_beside
-from ptxls.gputest.pairing import SpecResolution
-from ptxls.gputest.spec import TestSpec
+from ptxls.gputest.spec import SpecResolution, TestSpec
 from ptxls.gputest.spec_source import SpecSource, resolve_spec, unusable
 
 # Without an `n` in the launch configuration: the largest of the spec's sizes up to this
@@ -81,17 +79,6 @@ def read_program(path: str) -> str:
         raise CaseError(f"cannot read {path}: {e.strerror or e}") from None
 
 
-def _resolution(text: str, kernel: str, path: str, spec_path: str | None):
-    """The spec as ``ptxls test`` finds it (gputest/api.py): a ``--spec`` file, a spec.json
-    beside the PTX (the library's layout), else the PTX's annotation or paired CUDA source."""
-    res = None
-    if spec_path:
-        res = library_resolution(text, kernel, Path(spec_path), explicit=True)
-    elif (beside := spec_json_beside(path)) is not None:
-        res = library_resolution(text, kernel, beside, explicit=False)
-    return res if res is not None else resolve_spec(SpecSource("ptx", text, kernel, path))
-
-
 def build_case(program: str, kernel: str | None = None, n: int | None = None,
                seed: int | None = None, spec_path: str | None = None) -> Case:  # fmt: skip
     """Load ``program`` in the emulator and lay out the test case of ``kernel`` at size ``n``
@@ -125,7 +112,10 @@ def build_case(program: str, kernel: str | None = None, n: int | None = None,
         kernel = kernel or kernels[0]
         if kernel not in kernels:
             raise CaseError(f"no kernel named {kernel!r} (kernels: {', '.join(kernels)})")
-        res = _resolution(text, kernel, str(program), spec_path)
+        # the spec as ``ptxls test`` finds it: a ``--spec`` file, a spec.json beside the PTX
+        # (the library's layout), else the PTX's annotation or paired CUDA source
+        res = resolve_spec(SpecSource("ptx", text, kernel, str(program),
+                                      spec_file=spec_path or "", spec_json_beside=True))  # fmt: skip
     if not res.ok:
         raise CaseError(f"{kernel}: {unusable(res)}")
     spec = res.spec
@@ -218,7 +208,6 @@ def lower_triton(text: str, kernel: str | None, program: str) -> TritonLowered:
     import asyncio
 
     from ptxls.frontend.triton import read_triton
-    from ptxls.gputest.triton_ref import triton_spec
     from ptxls.lowering.show_ptx import interleave_source
     from ptxls.lowering.triton_reference import compile_kernel, drop_debug_sections
     from ptxls.toolchain.triton_compile import source_name
@@ -232,7 +221,8 @@ def lower_triton(text: str, kernel: str | None, program: str) -> TritonLowered:
     if found.kernel(kernel) is None:
         names = ", ".join(k.name for k in found.kernels) or "none"
         raise CaseError(f"no Triton kernel named {kernel!r} (kernels: {names})")
-    spec, problems, _ = triton_spec(text, kernel, program)
+    res = resolve_spec(SpecSource("triton", text, kernel, program))
+    spec = res.spec
     build, result = asyncio.run(compile_kernel(text, kernel, program, "sm_90", 180.0))
     if not result.ok:
         raise CaseError(f"{Path(program).name}: no PTX for {kernel}: {result.message}")
@@ -252,5 +242,4 @@ def lower_triton(text: str, kernel: str | None, program: str) -> TritonLowered:
             current = int(m.group(1))
         elif current is not None and line.strip():
             source_map[number] = current
-    res = SpecResolution(spec, list(problems))
     return TritonLowered(ptx, entry, source_map, res)
