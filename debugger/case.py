@@ -4,7 +4,9 @@ makes for that seed — so the element a failed test named is the element the de
 
 The harness's steps are reused, not copied: ``scalar_env``/``launch_dims`` for the size,
 ``_inputs`` for each input (the same generator, seeded with the case's seed, in the spec's
-parameter order), ``poison`` for outputs, ``scalar_arg`` for scalar parameters.
+parameter order), ``poison`` for outputs, ``starts_unwritten`` for the outputs whose bytes the
+emulator holds as unwritten (a read before a write is its ``uninitialized-global`` warning, as in
+``ptxls test --device cpu``), ``scalar_arg`` for scalar parameters.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from ptxls.frontend.languages import CUDA, PYTHON, language_of
 from ptxls.gputest import exprs
 from ptxls.gputest.dtypes import DTYPES, poison
 from ptxls.gputest.harness import _inputs, scalar_arg
+from ptxls.gputest.harness_inputs import starts_unwritten
 from ptxls.gputest.launch import launch_dims, scalar_env
 from ptxls.gputest.spec import SpecResolution, TestSpec
 from ptxls.gputest.spec_source import SpecSource, resolve_spec, unusable
@@ -148,6 +151,8 @@ def build_case(program: str, kernel: str | None = None, n: int | None = None,
             data = poison(dt, length)
         addr = memory.alloc(max(1, data.nbytes), p.name)
         memory.write(addr, data.view(np.uint8).tobytes())
+        if starts_unwritten(p) and data.nbytes:
+            memory.mark_unwritten(addr, data.nbytes)
         buffers.append(BufferInfo(p.name, p.role, p.dtype, np.dtype(dt.storage), length, addr))
         params.append(int(addr).to_bytes(8, "little"))
     func = module.kernel(kernel)

@@ -40,7 +40,7 @@ import numpy as np
 from . import exprs
 from .compare import changed, compare
 from .dtypes import DTYPES, DType, poison
-from .harness_inputs import _inputs, numpy_reference
+from .harness_inputs import _inputs, numpy_reference, starts_unwritten
 from .harness_state import (
     COPY_BYTES,
     FLUSH_BYTES,
@@ -351,7 +351,7 @@ class Harness:
             )
             b = Buffer(p, dt, length, self.cd.alloc(whole.nbytes), host_inputs.get(p.name), self.cd)
             if hasattr(self.cd, "name_buffer"):  # the emulator: guard bands are out of bounds
-                self.cd.name_buffer(b.base, GUARD_BYTES, b.nbytes, p.name, p.role == "out")
+                self.cd.name_buffer(b.base, GUARD_BYTES, b.nbytes, p.name, starts_unwritten(p))
             if p.role == "out" and _UNWRITTEN_OUTPUTS:
                 # Under compute-sanitizer initcheck (gputest/sanitize.py): guard bands only, so
                 # a kernel that reads an output before writing it reads uninitialised memory.

@@ -35,6 +35,14 @@ def _inputs(p: ParamSpec, length: int, rng: np.random.Generator) -> np.ndarray:
     return random_values(dt, length, rng)
 
 
+def starts_unwritten(p: ParamSpec) -> bool:
+    """A pure output (role "out"): the poison the harness fills it with is not a value the kernel
+    may use, so on the emulator its bytes start every launch unwritten and a read of one before
+    the kernel wrote it is an ``uninitialized-global`` warning (``emulator/device.name_buffer``
+    for the test, ``debugger/case.py`` for a debugging run)."""
+    return p.is_pointer and p.role == "out"
+
+
 def numpy_reference(
     spec, host_inputs, lengths, env, expr: str, *, trusted: bool = False
 ) -> dict[str, np.ndarray]:

@@ -5,6 +5,7 @@ planted out-of-bounds kernel stopping on the emulator's finding."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from pathlib import Path
@@ -446,3 +447,44 @@ def test_a_warning_finding_is_shown_but_does_not_fail_the_exit_code(
         dap.request("continue", {"threadId": ev["threadId"]})
     assert dap.wait_event("exited")["body"]["exitCode"] == 0  # a warning fails nothing
     dap.wait_event("terminated")
+
+
+UNINIT_READ = ROOT / "tests" / "data" / "sanitizer" / "planted" / "uninit_read.ptx"
+
+
+@pytest.mark.parametrize("stop_on_findings", [True, False])
+def test_a_read_of_an_output_nothing_wrote_is_a_warning_stop(dap, stop_on_findings):
+    """max_into_out reads y[i] (a pure output, role out) before writing it: the debugger's case
+    holds the outputs unwritten as ``ptxls test --device cpu`` does, so with the findings filter
+    on the run stops on that load with the emulator's ``uninitialized-global`` warning, the buffer
+    and element named; a warning fails nothing (exit code 0), filter on or off."""
+    lines = UNINIT_READ.read_text().splitlines()
+    read = 1 + next(i for i, t in enumerate(lines) if "ld.global.f32" in t and "%rd5" in t)
+    dap.start(str(UNINIT_READ), n=257)
+    dap.request("setExceptionBreakpoints", {"filters": ["findings"] if stop_on_findings else []})
+    dap.request("configurationDone")
+    stops = 0
+    while stop_on_findings and (ev := _stopped_or_exited(dap)) is not None:
+        assert ev["reason"] == "exception" and ev["description"] == "uninitialized-global", ev
+        assert ev["text"].startswith("warning (emulator-only, not a failure): "), ev
+        assert re.search(r"\by\[\d+\]", ev["text"]), ev  # the output read, by name and element
+        assert dap.top_frame(ev["threadId"])["line"] == read
+        stops += 1
+        dap.request("continue", {"threadId": ev["threadId"]})
+    assert stops or not stop_on_findings
+    assert dap.wait_event("exited")["body"]["exitCode"] == 0  # a warning fails nothing
+    dap.wait_event("terminated")
+    said = "".join(e["body"].get("output", "") for e in dap.events if e["event"] == "output")
+    assert "emulator-only warnings, not failures" in said, said
+
+
+def _stopped_or_exited(dap: DapClient) -> dict | None:
+    """The next stop's body, or None once the run exited (the exited event left for the test)."""
+    while True:
+        for e in dap.events:
+            if e["event"] == "exited":
+                return None
+            if e["event"] == "stopped":
+                dap.events.remove(e)
+                return e["body"]
+        dap._next(60)
