@@ -2,7 +2,8 @@
 ``SpecResolution``.
 
 The GPU test (``api.run_gpu_test*``: ``ptxls test``, the editor's test), the lowering loop
-(``lowering/source_spec.py``, the verifier in ``lowering/verify.py``) and the debugger all need
+(``lowering/source_spec.py``, the verifier in ``lowering/verify.py``), the debugger, the
+sanitizer, ``ptxls bench``, ``ptxls eval`` and the emulator's coverage bench all need
 "the test spec of kernel K, from the source the person gave" — never from a candidate's PTX,
 whose ``@gputest`` lines could loosen its own test. Every kind of source the product handles is
 read here:
