@@ -58,6 +58,8 @@ def _run(target: str, workers: str) -> dict:
         "load_after": [round(x, 2) for x in os.getloadavg()],
         "slowest": re.findall(r"^([\d.]+s (?:call|setup|teardown)\s+\S.*)$", out, re.M)[:10],
         "failed": re.findall(r"^FAILED (\S+)", out, re.M),
+        # the assertion lines of the failures, so a failure in a timing run can be read later
+        "failure_lines": re.findall(r"^E .*$", out, re.M)[:60],
     }
 
 

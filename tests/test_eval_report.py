@@ -42,6 +42,16 @@ def test_a_baseline_run_then_a_comparison(tmp_path):
     assert "row_argmax_f32" in html
 
 
+def _as_from_a_terminal() -> None:
+    """In the child before exec: Ctrl-C's signal as a shell gives it (default action, not
+    blocked). A pytest worker may hand down SIGINT blocked or ignored by something earlier in
+    the same process, and Python then never raises KeyboardInterrupt in the child."""
+    import signal
+
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_a_run_stopped_by_ctrl_c_resumes_where_it_stopped(tmp_path):
     """A real interruption: SIGINT to `ptxls eval` once two samples are recorded, then the same
     command again — only the samples without a record ask the model."""
@@ -70,14 +80,19 @@ def test_a_run_stopped_by_ctrl_c_resumes_where_it_stopped(tmp_path):
         env = dict(os.environ, OPENAI_BASE_URL=server.base_url, PTXLS_MODEL="scripted-model",
                    OPENAI_API_KEY="sk-interrupt-test-0123456789", PTXLS_LLM_STREAM="false")  # fmt: skip
         proc = subprocess.Popen(
-            args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            args,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=_as_from_a_terminal,
         )
         deadline = time.monotonic() + 120
         while len(list(run_dir.glob("samples/*/*.json"))) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=60)
-        assert proc.returncode == 130
+        _out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err[-2000:]
         kept = sorted(p.name for p in run_dir.glob("samples/*/*.json"))
         assert 2 <= len(kept) < 6
         for p in run_dir.glob("samples/*/*.json"):
