@@ -240,8 +240,8 @@ def main() -> int:
           and not result["processes_left"])  # fmt: skip
     machine = {"platform": platform.platform(), "python": platform.python_version(),
                "cpu_count": os.cpu_count(), "gpu": gpu_name(), "load_avg_at_end": os.getloadavg(),
-               "note": "shared machine: about 8 people ran tests and builds on its 2 cores "
-                       "during the soak, so latencies include their load"}  # fmt: skip
+               "note": "shared machine: latencies include whatever else ran on its cores "
+                       "(the load average says how much)"}  # fmt: skip
     report = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "machine": machine,
               "command": f".venv/bin/python bench/soak_server.py --seconds {args.seconds:g} "
                          f"--seed {args.seed}" + (" --basic" if args.basic else "")
