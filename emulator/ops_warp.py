@@ -78,24 +78,31 @@ def _permutation(w, mode: str, b: int, c: int, nw: int) -> tuple[np.ndarray, np.
     return got
 
 
-def _lanes(mode: str, b: int, c: int, nw: int) -> tuple[np.ndarray, np.ndarray]:
-    """_shfl's rule below, worked out on one warp's lanes and laid out for nw warps."""
-    lane = np.arange(32, dtype=np.int64)
+def _source_lane(mode: str, lane, b, c):
+    """The ISA's shfl.sync rule (PTX ISA, shfl.sync): each lane's source lane ``j`` and whether
+    it lies inside the lane's segment (``ok``; outside, the lane keeps its own value). ``lane``,
+    ``b`` (the lane operand) and ``c`` (clamp | segment mask << 8) are ints or int64 arrays of
+    one shape: one warp's lanes for the cached permutation, every ready lane for the general
+    case."""
     clamp = c & 0x1F
     segmask = (c >> 8) & 0x1F
     max_lane = (lane & segmask) | (clamp & ~segmask)
     if mode == "up":
         j = lane - b
-        ok = j >= max_lane
-    elif mode == "down":
+        return j, j >= max_lane
+    if mode == "down":
         j = lane + b
-        ok = j <= max_lane
     elif mode == "bfly":
         j = lane ^ b
-        ok = j <= max_lane
     else:
         j = (lane & segmask) | (b & ~segmask)
-        ok = j <= max_lane
+    return j, j <= max_lane
+
+
+def _lanes(mode: str, b: int, c: int, nw: int) -> tuple[np.ndarray, np.ndarray]:
+    """_shfl's rule below, worked out on one warp's lanes and laid out for nw warps."""
+    lane = np.arange(32, dtype=np.int64)
+    j, ok = _source_lane(mode, lane, b, c)
     src = np.where(ok, j, lane) & 31
     flat = (np.arange(nw, dtype=np.int64) * 32)[:, None] + src
     out = (flat.reshape(-1), np.tile(ok, nw))
@@ -136,22 +143,7 @@ def _shfl(w, ins, sel, pc):
     b = np.broadcast_to(b0.astype(np.int64), ready.shape)
     c = np.broadcast_to(c0.astype(np.int64), ready.shape)
     table, present, row, lane = _lane_table(w, ready, a)
-    clamp = c & 0x1F
-    segmask = (c >> 8) & 0x1F
-    max_lane = (lane & segmask) | (clamp & ~segmask)
-    min_lane = lane & segmask
-    if mode == "up":
-        j = lane - b
-        ok = j >= max_lane
-    elif mode == "down":
-        j = lane + b
-        ok = j <= max_lane
-    elif mode == "bfly":
-        j = lane ^ b
-        ok = j <= max_lane
-    else:
-        j = min_lane | (b & ~segmask)
-        ok = j <= max_lane
+    j, ok = _source_lane(mode, lane, b, c)
     j = np.where(ok, j, lane) & 31
     val = table[row, j] if present is None else np.where(present[row, j], table[row, j], a)
     w.put(dst, val, "b32", rsel)
