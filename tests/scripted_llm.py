@@ -122,9 +122,12 @@ class ScriptedLLM:
         handler = _make_handler(self)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
+        # serve_forever checks for shutdown() every poll_interval: its default (0.5 s) was half a
+        # second added to every test that starts an endpoint (about 150 of them)
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="scripted-llm", daemon=True
-        )
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
+            name="scripted-llm", daemon=True,
+        )  # fmt: skip
         self._thread.start()
         return self
 

@@ -41,6 +41,8 @@ FAKE_WORKER = textwrap.dedent(
             os._exit(139)
         elif op == "sticky":
             send({"ok": False, "sticky": True, "cuda_error": "CUDA_ERROR_ILLEGAL_ADDRESS"})
+        elif op == "exit":  # as the real worker does when the supervisor closes it
+            break
         elif op == "noise":
             sys.stdout.write("not json from some library\\n"); sys.stdout.flush()
             send({"ok": True, "after_noise": True})
