@@ -10,7 +10,13 @@ import types
 import pytest
 
 from ptxls.toolchain import arch, gpu_probe
-from ptxls.toolchain.gpu_probe import GpuInfo, max_isa_for_driver, probe_gpu, read_device
+from ptxls.toolchain.gpu_probe import (
+    GpuInfo,
+    max_isa_for_driver,
+    probe_gpu,
+    probe_in_child,
+    read_device,
+)
 
 
 def fake_driver(count: int = 1, fail: str = "") -> types.SimpleNamespace:
@@ -86,7 +92,7 @@ def test_the_probe_child_does_not_import_from_the_current_directory(tmp_path, mo
     (pkg / "__init__.py").write_text("")
     (pkg / "driver.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n")
     monkeypatch.chdir(tmp_path)
-    info = probe_gpu.__wrapped__(timeout=60)
+    info = probe_in_child(timeout=60)  # the child itself, even where no driver is loaded
     assert not marker.exists()
     assert info.available or info.reason  # a GPU here, or the reason there is none
 
@@ -97,3 +103,23 @@ def test_the_probe_on_this_machine_gives_an_answer_or_a_reason():
         assert info.arch.startswith("sm_") and info.max_ptx_isa and info.cc[0] >= 5
     else:
         assert info.reason and "Traceback" not in info.reason
+
+
+def test_without_a_driver_node_the_answer_needs_no_child(monkeypatch, tmp_path):
+    from ptxls.toolchain import gpu_probe
+
+    started = []
+    monkeypatch.setattr(gpu_probe, "probe_in_child", lambda timeout=30.0: started.append(1))
+    monkeypatch.setattr(gpu_probe.sys, "platform", "linux")
+    monkeypatch.setattr(gpu_probe, "DRIVER_NODES", (str(tmp_path / "nvidiactl"),))
+    info = probe_gpu.__wrapped__()
+    assert not info.available and "no NVIDIA driver is loaded" in info.reason and not started
+    # a driver node present: the child is asked, whatever it answers
+    (tmp_path / "nvidiactl").touch()
+    probe_gpu.__wrapped__()
+    assert started == [1]
+    # elsewhere than Linux the nodes mean nothing: the child asks
+    monkeypatch.setattr(gpu_probe.sys, "platform", "win32")
+    (tmp_path / "nvidiactl").unlink()
+    probe_gpu.__wrapped__()
+    assert started == [1, 1]
