@@ -25,9 +25,13 @@ def _stream() -> io.TextIOWrapper:
 
 
 @contextlib.contextmanager
-def _environment(cwd: Path | None, env: Mapping[str, str]) -> Iterator[None]:
+def _environment(cwd: Path | None, env: Mapping[str, str | None]) -> Iterator[None]:
     before_cwd, before_env = os.getcwd(), {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
+    for k, v in env.items():  # None: not set for this run
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
     try:
         if cwd is not None:
             os.chdir(cwd)
@@ -42,10 +46,11 @@ def _environment(cwd: Path | None, env: Mapping[str, str]) -> Iterator[None]:
 
 
 def run_cli(
-    *args: str, cwd: Path | None = None, env: Mapping[str, str] | None = None
+    *args: str, cwd: Path | None = None, env: Mapping[str, str | None] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """``ptxls ARGS`` in this process: its exit code (argparse's SystemExit too), stdout and
-    stderr, as ``subprocess.run(..., capture_output=True, text=True)`` gives them."""
+    stderr, as ``subprocess.run(..., capture_output=True, text=True)`` gives them. ``env`` adds
+    to this process's environment for the run (a None value unsets the variable)."""
     out, err = _stream(), _stream()
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = out, err

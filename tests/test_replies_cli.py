@@ -1,5 +1,5 @@
 """Reply shapes from tests/data/replies/ through the whole product: ``ptxls lower --backend llm
---compile-only`` as a real process, against a scripted endpoint that behaves like an OpenAI
+--compile-only`` (the CLI's ``main`` in this process), against a scripted endpoint that behaves like an OpenAI
 reasoning model (it refuses ``max_tokens`` and any temperature but 1 with OpenAI's own 400
 bodies) and sends the corpus replies. The written PTX is what the reply meant, and the
 transcript keeps the adaptations, the reasoning and why a reply was not a candidate."""
@@ -7,11 +7,9 @@ transcript keeps the adaptations, the reasoning and why a reply was not a candid
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
+from cli_helpers import run_cli
 
 from ptxls.lowering.provenance import strip_header
 from ptxls.lowering.transcript import read
@@ -21,34 +19,17 @@ from scripted_llm import ROOT, ScriptedLLM, Step, reasoning_model_gate
 
 
 def lower(work, steps: list[Step], *args: str):
+    # In this process (tests/cli_helpers.py): what is under test is how each reply is read and
+    # what reaches the file; the process boundary has its own tests (test_llm_run_cli.py).
     with ScriptedLLM(steps, gate=reasoning_model_gate) as llm:
-        env = dict(
-            os.environ,
-            OPENAI_BASE_URL=llm.base_url,
-            PTXLS_MODEL="scripted-model",
-            PTXLS_LLM_RETRY_BACKOFF="0.01",
-        )
-        env.pop("OPENAI_API_KEY", None)
-        p = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "ptxls.cli.main",
-                "lower",
-                "vec_add.cu",
-                "--backend",
-                "llm",
-                "--compile-only",
-                "--candidates",
-                "1",
-                *args,
-            ],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=work,
-            timeout=180,
-        )
+        env = {
+            "OPENAI_BASE_URL": llm.base_url,
+            "PTXLS_MODEL": "scripted-model",
+            "PTXLS_LLM_RETRY_BACKOFF": "0.01",
+            "OPENAI_API_KEY": None,
+        }
+        p = run_cli("lower", "vec_add.cu", "--backend", "llm", "--compile-only",
+                    "--candidates", "1", *args, cwd=work, env=env)  # fmt: skip
     records = [
         r for t in sorted((work / ".ptxls" / "transcripts").glob("*.jsonl")) for r in read(t)
     ]
