@@ -8,13 +8,23 @@ every didChange, didOpen and didClose stayed in that dict for the server's life:
 (each with a Condition, an RLock and a deque) after 30 s of the soak (tracemalloc), one per
 document notification, some 40,000 in its five minutes; and pygls's ``shutdown`` walks them all.
 Here the entry goes as the notification's handler ends.
+
+And a didChange for a document that is not open (a client's mistake) is said in one line and
+dropped: pygls's own handler raised KeyError on it, which read as an internal error of ours.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
 from typing import Any
+from urllib.parse import unquote
 
+from lsprotocol import types
 from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
+
+log = logging.getLogger("ptxls.transport")
 
 
 class PtxlsProtocol(LanguageServerProtocol):
@@ -36,3 +46,13 @@ class PtxlsProtocol(LanguageServerProtocol):
             callback(future)
 
         super()._execute_handler(msg_id, handler, forget, args, kwargs)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(
+        self, params: types.DidChangeTextDocumentParams
+    ) -> Iterator[Any]:
+        uri = params.text_document.uri
+        if unquote(uri) not in self.workspace.text_documents:  # pygls's key for a document
+            log.warning("didChange of a document that is not open: ignored (%.200s)", uri)
+            return
+        yield from super().lsp_text_document__did_change(params)
