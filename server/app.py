@@ -113,6 +113,18 @@ class PtxlsServer(LanguageServer):
 
         self.exit_code = serve_stdio(self, stdin, stdout)
 
+    def client_reads_markdown(self, where: str) -> bool:
+        """Whether the client lists markdown among the formats it reads for ``where`` ("hover":
+        hover.contentFormat, "completion": completionItem.documentationFormat). A client that
+        lists none is sent markdown, as every editor we know reads it."""
+        doc = self.client_capabilities.text_document
+        formats = None
+        if where == "hover" and doc and doc.hover:
+            formats = doc.hover.content_format
+        elif where == "completion" and doc and doc.completion and doc.completion.completion_item:
+            formats = doc.completion.completion_item.documentation_format
+        return formats is None or types.MarkupKind.Markdown in formats
+
     # -- talking to the person --------------------------------------------------------------
 
     def log_message(self, message: str, kind: types.MessageType = types.MessageType.Log) -> None:

@@ -134,8 +134,11 @@ def to_diagnostics(problems: Sequence[Problem], lines: list[str] | None = None):
 # -- hovers ------------------------------------------------------------------------------------
 
 
-def markdown(text: str) -> types.MarkupContent:
-    return types.MarkupContent(kind=types.MarkupKind.Markdown, value=text)
+def markdown(text: str, client_reads_markdown: bool = True) -> types.MarkupContent:
+    """Our hover and completion texts are markdown; to a client that lists only plain text
+    among the formats it reads they go as they are (the markdown source reads as text)."""
+    kind = types.MarkupKind.Markdown if client_reads_markdown else types.MarkupKind.PlainText
+    return types.MarkupContent(kind=kind, value=text)
 
 
 def markdown_hover(text: str, where: Span | types.Range | None) -> types.Hover:
@@ -144,15 +147,21 @@ def markdown_hover(text: str, where: Span | types.Range | None) -> types.Hover:
     return types.Hover(contents=markdown(text), range=rng)
 
 
-def join_hovers(hovers: list[types.Hover]) -> types.Hover | None:
-    """Several providers' hovers on one spot as one (the first one's range)."""
-    if len(hovers) <= 1:
-        return hovers[0] if hovers else None
+def join_hovers(
+    hovers: list[types.Hover], client_reads_markdown: bool = True
+) -> types.Hover | None:
+    """Several providers' hovers on one spot as one (the first one's range), in the format the
+    client reads."""
+    if not hovers:
+        return None
     parts = [
         h.contents.value if isinstance(h.contents, types.MarkupContent) else str(h.contents)
         for h in hovers
     ]
-    return markdown_hover(HOVER_SEPARATOR.join(parts), hovers[0].range)
+    return types.Hover(
+        contents=markdown(HOVER_SEPARATOR.join(parts), client_reads_markdown),
+        range=hovers[0].range,
+    )
 
 
 # -- commands: code lenses and code actions ----------------------------------------------------
@@ -201,13 +210,15 @@ class Completion:
     sort_text: str | None = None
 
 
-def completion_item(c: Completion) -> types.CompletionItem:
+def completion_item(c: Completion, client_reads_markdown: bool = True) -> types.CompletionItem:
     return types.CompletionItem(
         label=c.label,
         kind=_COMPLETION_KIND[c.kind],
         detail=c.detail,
         documentation=(
-            None if c.documentation_markdown is None else markdown(c.documentation_markdown)
+            None
+            if c.documentation_markdown is None
+            else markdown(c.documentation_markdown, client_reads_markdown)
         ),
         insert_text=c.insert_text,
         insert_text_format=types.InsertTextFormat.PlainText if c.insert_text else None,
@@ -216,8 +227,13 @@ def completion_item(c: Completion) -> types.CompletionItem:
     )
 
 
-def completion_list(items: list[Completion]) -> types.CompletionList:
-    return types.CompletionList(is_incomplete=False, items=[completion_item(c) for c in items])
+def completion_list(
+    items: list[Completion], client_reads_markdown: bool = True
+) -> types.CompletionList:
+    return types.CompletionList(
+        is_incomplete=False,
+        items=[completion_item(c, client_reads_markdown) for c in items],
+    )
 
 
 # -- workspace edits ---------------------------------------------------------------------------

@@ -53,9 +53,22 @@ def server_config(env: dict[str, str] | None = None) -> ClientServerConfig:
     )
 
 
-def init_params(root: Path, options: dict | None = None) -> types.InitializeParams:
+# What VS Code says it reads in hovers and completion documentation (markdown first).
+READS_MARKDOWN = [types.MarkupKind.Markdown, types.MarkupKind.PlainText]
+
+
+def init_params(
+    root: Path, options: dict | None = None, formats: list | None = None
+) -> types.InitializeParams:
+    formats = READS_MARKDOWN if formats is None else formats
     return types.InitializeParams(
         capabilities=types.ClientCapabilities(
+            text_document=types.TextDocumentClientCapabilities(
+                hover=types.HoverClientCapabilities(content_format=formats),
+                completion=types.CompletionClientCapabilities(
+                    completion_item=types.ClientCompletionItemOptions(documentation_format=formats)
+                ),
+            ),
             workspace=types.WorkspaceClientCapabilities(configuration=False),
             window=types.WindowClientCapabilities(
                 work_done_progress=True,

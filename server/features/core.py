@@ -75,7 +75,8 @@ async def on_hover(ls: PtxlsServer, params: types.HoverParams) -> types.Hover | 
     """Every provider that has something to say here, joined: on a kernel's .entry line
     the GPU-test result and the ptxas -v resources both belong in the hover."""
     answers = await _answers(ls, ls.hover_providers, params)
-    return convert.join_hovers([h for h in answers if h is not None])
+    hovers = [h for h in answers if h is not None]
+    return convert.join_hovers(hovers, ls.client_reads_markdown("hover"))
 
 
 async def on_code_lens(ls: PtxlsServer, params: types.CodeLensParams) -> list[types.CodeLens]:

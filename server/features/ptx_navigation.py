@@ -157,7 +157,9 @@ def completion(ls: PtxlsServer, params: types.CompletionParams) -> types.Complet
     if not word.startswith((".", "%")):  # other features' items (the kernel library)
         for provider in ls.completion_providers:
             items += provider(ls, "\n".join(lines), func is not None)
-    return convert.completion_list(items + _words(word, func))
+    return convert.completion_list(
+        items + _words(word, func), ls.client_reads_markdown("completion")
+    )
 
 
 def _words(word: str, func: PtxFunction | None) -> list[Completion]:
