@@ -43,6 +43,7 @@ STREAM_BODY_BYTES = MAX_DOCUMENT_BYTES
 SKELETON_MAX_BYTES = 4 << 20  # a message's JSON outside its long strings
 _INLINE_STRING_BYTES = 64 << 10  # a string up to this stays in the skeleton as it came
 _CHUNK = 64 << 10
+_BLANK = b"\r\n \t"  # what skip_blank drops between messages
 _HEADER = re.compile(rb"Content-Length:[ \t]*(\d{1,20})[ \t]*\r?\n?$", re.IGNORECASE)
 
 
@@ -100,14 +101,19 @@ class _Input:
 
     def skip_blank(self) -> int:
         """Drop the blank lines (CR, LF, spaces, tabs) that come next, a chunk at a time, and
-        return how many bytes that was: between messages they mean nothing."""
+        return how many bytes that was: between messages they mean nothing. Nothing is copied
+        when the next byte is not blank (a pushed-back body can be large)."""
         skipped = 0
         while True:
-            rest = len(self.pending) - self.at
-            self.pending = self.pending[self.at :].lstrip(b"\r\n \t")
-            self.at = 0
-            skipped += rest - len(self.pending)
-            if self.pending or not self._refill():
+            if self.at < len(self.pending):
+                if self.pending[self.at] not in _BLANK:
+                    return skipped
+                rest = len(self.pending) - self.at
+                self.pending, self.at = self.pending[self.at :].lstrip(_BLANK), 0
+                skipped += rest - len(self.pending)
+                if self.pending:
+                    return skipped
+            if not self._refill():
                 return skipped
 
     def read(self, n: int) -> bytes:

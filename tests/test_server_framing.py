@@ -77,3 +77,15 @@ def test_a_body_that_is_not_json_gives_way_to_the_header_inside_it():
     second = frame(MSGS[1])
     data = b"Content-Length: %d\r\n\r\n{not json" % (9 + 20) + second
     assert messages(data, step=5) == [PARSE_FAILED, MSGS[1]]
+
+
+def test_a_pushed_back_body_of_junk_lines_is_read_through_to_the_next_message(caplog):
+    # the resync pushes back everything from the first "Content-Length:" inside a bad body; the
+    # lines after it are junk, and the message after the body is still read
+    bad = b"{Content-Length: zz\n" + b"j\n" * 100_000
+    data = b"Content-Length: %d\r\n\r\n" % len(bad) + bad + frame(MSGS[0])
+    with caplog.at_level(logging.WARNING):
+        assert messages(data) == [PARSE_FAILED, MSGS[0]]
+    assert [r.getMessage() for r in caplog.records if "LSP header" in r.getMessage()] == [
+        "ignored 200019 bytes (100001 lines) of input that are not an LSP header"
+    ]
